@@ -1,0 +1,92 @@
+// The configuration as a validated, immutable value: what a YAML file says, nothing more.
+//
+// Parsing and validation live in config_loader.*; this header is the schema. twemproxy's pool keys
+// keep twemproxy's meaning and defaults; mcring's own keys sit beside them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proxy/routing/router.h"
+
+namespace mcring::config {
+
+// A position in the config file, for error messages (1-based; 0 when unknown).
+struct Mark {
+  int line = 0;
+  int column = 0;
+};
+
+// A listen or server address: host:port, or a unix socket path (with an optional mode for
+// listeners, as twemproxy's "/path/sock 0666").
+struct Address {
+  std::string host;  // empty for unix sockets
+  uint16_t port = 0;
+  std::string unix_path;
+  uint32_t unix_mode = 0;  // 0: not given
+  bool isUnix() const { return !unix_path.empty(); }
+  std::string toString() const;  // "127.0.0.1:11211" or "/path/sock"
+};
+
+struct ServerConfig {
+  Address address;
+  routing::ServerSpec spec;  // what the router sees: host, port, weight, name
+  Mark mark;
+  // "host:port" or the unix path: the server's identity, stable across reloads.
+  std::string identity() const { return address.toString(); }
+  // The name when given, otherwise the identity (labels, logs).
+  std::string displayName() const { return spec.name.empty() ? identity() : spec.name; }
+};
+
+struct PoolConfig {
+  std::string name;
+  Mark mark;
+
+  // --- twemproxy keys (same meaning and defaults) ---
+  Address listen;
+  routing::RouterOptions routing;   // hash, hash_tag, distribution (+ mcring's ketama_compat, ...)
+  uint32_t timeout_ms = 0;          // 0: wait forever (twemproxy's default)
+  int backlog = 512;
+  bool preconnect = false;
+  uint32_t client_connections = 0;  // 0: unlimited
+  uint32_t server_connections = 1;  // per worker thread, per server
+  bool auto_eject_hosts = false;
+  uint32_t server_retry_timeout_ms = 30000;
+  uint32_t server_failure_limit = 2;
+  bool tcpkeepalive = false;
+  bool reuseport = false;
+  std::vector<ServerConfig> servers;
+
+  // --- mcring's own keys ---
+  uint64_t item_size_max = 1024 * 1024;  // largest value accepted from clients
+  bool allow_flush_all = true;           // false: flush_all answers an error
+  uint32_t max_multiget_keys = 100000;   // keys in one get/gets/gat/gats
+};
+
+struct Config {
+  std::string path;    // the file it came from ("<string>" in tests)
+  std::string digest;  // of the file's bytes: an unchanged file reloads as a no-op
+  std::vector<PoolConfig> pools;
+};
+
+// One validation error: "FILE:LINE:COL: pool 'alpha': servers[2]: message".
+struct ConfigError {
+  std::string file;
+  Mark mark;
+  std::string context;  // "pool 'alpha': servers[2]" (may be empty)
+  std::string message;
+  std::string toString() const;
+};
+
+struct LoadResult {
+  std::optional<Config> config;     // set only when errors is empty
+  std::vector<ConfigError> errors;  // all of them, not only the first
+  bool ok() const { return errors.empty(); }
+};
+
+LoadResult loadConfigFile(const std::string& path);
+LoadResult loadConfigString(const std::string& yaml, const std::string& name = "<string>");
+
+}  // namespace mcring::config
