@@ -18,7 +18,9 @@ struct Span {
   bool empty() const { return length == 0; }
 };
 
-// Why a request was rejected, with memcached's own reply text. One table for enum and text.
+// Why a request was rejected, with memcached's own reply text. One table for enum and text; the
+// counter name is the identifier in snake_case. Rows below LineTooLong are memcached 1.6.18's
+// command-specific texts (which command gives which is in request_parser.cc).
 #define MCRING_REQUEST_ERRORS(X)                                              \
   X(None, "")                                                                 \
   X(UnknownCommand, "ERROR")                                                  \
@@ -29,7 +31,15 @@ struct Span {
   X(Base64Key, "CLIENT_ERROR error decoding key")                             \
   X(BadDataChunk, "CLIENT_ERROR bad data chunk")                              \
   X(TooLarge, "SERVER_ERROR object too large for cache")                      \
-  X(LineTooLong, "CLIENT_ERROR line too long")
+  X(LineTooLong, "CLIENT_ERROR line too long")                                \
+  X(InvalidExptime, "CLIENT_ERROR invalid exptime argument")                  \
+  X(InvalidDelta, "CLIENT_ERROR invalid numeric delta argument")              \
+  X(DeleteUsage,                                                              \
+    "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]")   \
+  X(MetaFlagsTooLong, "CLIENT_ERROR options flags too long")                  \
+  X(MetaGetFlagsTooLong, "CLIENT_ERROR options flags are too long")           \
+  X(MetaInvalidFlag, "CLIENT_ERROR invalid or duplicate flag")                \
+  X(GatWithoutKeys, "END")
 
 enum class RequestError : uint8_t {
 #define MCRING_X(id, text) id,
@@ -53,7 +63,10 @@ struct Request {
   // then "\r\n") follows the line. has_data is false for every other command.
   bool has_data = false;
   uint64_t value_length = 0;
-  // Classic "noreply" token, or the meta 'q' flag.
+  // Classic "noreply" token, or the meta 'q' flag (any flag token starting with 'q', as
+  // memcached reads it; for meta, q hides only nominal replies, never errors).
+  // When parse() returned Invalid: true only if memcached would send no error reply either
+  // (a classic command whose noreply it had seen before failing); always false for meta.
   bool noreply = false;
   // Where that token is in the line, including the one space before it, so that the proxy can
   // forward the line without it (the proxy always reads the backend's reply, and drops it itself).
@@ -61,8 +74,9 @@ struct Request {
   Span noreply_token;
   // gat/gats: the exptime argument (the token before the keys).
   Span exptime;
-  // Everything after the command name and its separating space(s), without the terminator
-  // (stats arguments, verbosity level, flush_all delay, meta flags...). May be empty.
+  // Everything after the command name and its separating space(s), without the terminator and
+  // trailing spaces (stats arguments, verbosity level, flush_all delay, meta key and flags...).
+  // May be empty. Like memcached, the line is read only up to a NUL byte, if it has one.
   Span args;
   // Key tokens as they appear in the line: 1..N for retrieval commands, exactly 1 for storage,
   // keyed and meta commands (base64 text when key_base64), 0 for the others.

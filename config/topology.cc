@@ -1,0 +1,75 @@
+// Topology::build: resolve, build routers, freeze.
+#include "config/topology.h"
+
+namespace mcring::config {
+
+const PoolTopology* Topology::findPool(const std::string& name) const {
+  for (const auto& p : pools) {
+    if (p->config.name == name) {
+      return p.get();
+    }
+  }
+  return nullptr;
+}
+
+namespace {
+
+std::optional<common::SocketAddress> resolveAddress(const Address& a, std::string* error) {
+  if (a.isUnix()) {
+    return common::SocketAddress::unixPath(a.unix_path, error);
+  }
+  return common::SocketAddress::resolve(a.host, a.port, error);
+}
+
+}  // namespace
+
+std::shared_ptr<const Topology> Topology::build(const Config& config, uint64_t generation,
+                                                std::vector<std::string>* errors) {
+  auto topo = std::make_shared<Topology>();
+  topo->generation = generation;
+  topo->path = config.path;
+  topo->digest = config.digest;
+  bool ok = true;
+  for (const PoolConfig& pc : config.pools) {
+    auto pool = std::make_shared<PoolTopology>();
+    pool->config = pc;
+    std::string err;
+    auto listen = resolveAddress(pc.listen, &err);
+    if (!listen) {
+      errors->push_back("pool '" + pc.name + "': listen: " + err);
+      ok = false;
+      continue;
+    }
+    pool->listen_address = *listen;
+    std::vector<routing::ServerSpec> specs;
+    specs.reserve(pc.servers.size());
+    for (size_t i = 0; i < pc.servers.size(); ++i) {
+      const ServerConfig& sc = pc.servers[i];
+      auto addr = resolveAddress(sc.address, &err);
+      if (!addr) {
+        errors->push_back("pool '" + pc.name + "': servers[" + std::to_string(i) + "]: " + err);
+        ok = false;
+        continue;
+      }
+      pool->server_addresses.push_back(*addr);
+      specs.push_back(sc.spec);
+    }
+    if (!ok) {
+      continue;
+    }
+    auto router = routing::Router::build(specs, pc.routing, &err);
+    if (!router) {
+      errors->push_back("pool '" + pc.name + "': " + err);
+      ok = false;
+      continue;
+    }
+    pool->router = std::move(router);
+    topo->pools.push_back(std::move(pool));
+  }
+  if (!ok) {
+    return nullptr;
+  }
+  return topo;
+}
+
+}  // namespace mcring::config

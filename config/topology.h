@@ -1,0 +1,39 @@
+// The immutable routing snapshot built from a Config: what workers route by.
+//
+// Built off the hot path (addresses resolved, routers built), then published as one
+// shared_ptr<const Topology>; workers switch to a new one between two requests.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "proxy/common/socket_address.h"
+#include "proxy/routing/router.h"
+
+namespace mcring::config {
+
+struct PoolTopology {
+  PoolConfig config;
+  std::vector<common::SocketAddress> server_addresses;  // parallel to config.servers
+  std::shared_ptr<const routing::Router> router;
+  common::SocketAddress listen_address;
+};
+
+struct Topology {
+  uint64_t generation = 0;
+  std::string path;
+  std::string digest;
+  std::vector<std::shared_ptr<const PoolTopology>> pools;
+
+  const PoolTopology* findPool(const std::string& name) const;
+
+  // Resolves addresses and builds every pool's router. Returns nullptr and appends to *errors
+  // when something cannot be built (unresolvable host, options the router refuses).
+  static std::shared_ptr<const Topology> build(const Config& config, uint64_t generation,
+                                               std::vector<std::string>* errors);
+};
+
+}  // namespace mcring::config

@@ -1,0 +1,285 @@
+// BackendConnection: pipelined request/reply matching over one backend socket.
+#include "proxy/core/backend_connection.h"
+
+#include <cstring>
+
+#include "proxy/common/log.h"
+#include "proxy/core/backend_server.h"
+#include "proxy/core/client_session.h"
+#include "proxy/core/multiget.h"
+#include "proxy/core/worker.h"
+
+namespace mcring::core {
+
+using protocol::ReplyKind;
+
+BackendConnection::BackendConnection(BackendServer& server) : server_(server) {}
+
+BackendConnection::~BackendConnection() {
+  // Owners abort before destroying; anything left is failed so no request dangles.
+  if (!inflight_.empty()) {
+    failAll(BackendFailure::ConnectionClosed);
+  }
+}
+
+bool BackendConnection::ensureConnected() {
+  if (state_ != State::Closed) {
+    return true;
+  }
+  const auto& pool = server_.pool().config();
+  tcp_ = net::TcpConnection::connect(server_.worker().loop(), server_.address(), this,
+                                     pool.timeout_ms, pool.tcpkeepalive);
+  if (!tcp_) {
+    stats::bump(server_.worker().counters().backend_connect_failures);
+    server_.onFailure(BackendFailure::ConnectFailed);
+    return false;
+  }
+  state_ = State::Connecting;
+  timeout_armed_ = false;
+  return true;
+}
+
+void BackendConnection::expect(PendingRequest* r, uint32_t fragment, Delivery delivery,
+                               Expect e) {
+  ++r->refs;
+  inflight_.push_back(InFlight{r, fragment, delivery, e});
+  stats::bump(server_.worker().counters().backend_requests);
+  if (!timeout_armed_) {
+    updateTimeout();
+  }
+}
+
+// A request timeout is a read timeout armed while replies are owed: no byte from the backend
+// for `timeout` ms with requests in flight resets the connection (its replies can no longer be
+// matched to requests). Not armed while connecting: the connect timeout covers that.
+void BackendConnection::updateTimeout() {
+  uint32_t ms = server_.pool().config().timeout_ms;
+  if (ms == 0 || state_ != State::Connected || !tcp_) {
+    return;
+  }
+  bool want = !inflight_.empty();
+  if (want != timeout_armed_) {
+    tcp_->setReadTimeout(want ? ms : 0);
+    timeout_armed_ = want;
+  }
+}
+
+void BackendConnection::onConnected() {
+  state_ = State::Connected;
+  stats::bump(server_.worker().counters().backend_connections);
+  server_.onConnected();
+  updateTimeout();
+}
+
+void BackendConnection::onReadable() {
+  net::Buffer& in = tcp_->input();
+  while (!inflight_.empty()) {
+    size_t avail = in.size();
+    if (avail == 0) {
+      break;
+    }
+    size_t nl = in.findNewline(0, protocol::ReplyParser::kMaxLine + 1);
+    if (nl == net::Buffer::npos) {
+      if (avail > protocol::ReplyParser::kMaxLine) {
+        abort(BackendFailure::ProtocolError);
+        server_.worker().onBackendIdle();
+        return;
+      }
+      break;
+    }
+    std::string_view line = in.contiguous(nl + 1);
+    protocol::Reply rep;
+    protocol::ParseStatus st = parser_.parse(line, rep);
+    if (st != protocol::ParseStatus::Ok) {
+      abort(BackendFailure::ProtocolError);
+      server_.worker().onBackendIdle();
+      return;
+    }
+    uint64_t total = rep.totalLength();
+    if (rep.data_length > 0) {
+      if (avail < total) {
+        break;  // the data block is still arriving
+      }
+      if (!protocol::dataBlockTerminatorOk(in.byteAt(total - 2), in.byteAt(total - 1))) {
+        abort(BackendFailure::ProtocolError);
+        server_.worker().onBackendIdle();
+        return;
+      }
+    }
+    InFlight& f = inflight_.front();
+    Step step = deliver(f, rep, line);
+    if (step == Step::Desync) {
+      abort(BackendFailure::ProtocolError);
+      server_.worker().onBackendIdle();
+      return;
+    }
+    if (step == Step::Done) {
+      InFlight done = f;
+      inflight_.pop_front();
+      finish(done);
+    }
+  }
+  if (inflight_.empty() && in.size() > 0) {
+    // Bytes nobody asked for: the backend is not speaking our protocol.
+    abort(BackendFailure::ProtocolError);
+    server_.worker().onBackendIdle();
+    return;
+  }
+  updateTimeout();
+  if (inflight_.empty()) {
+    server_.worker().onBackendIdle();
+  }
+}
+
+BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::Reply& rep,
+                                                   std::string_view line) {
+  PendingRequest* r = f.req;
+  net::Buffer& in = tcp_->input();
+  uint64_t n = rep.totalLength();
+  switch (f.delivery) {
+    case Delivery::Direct:
+      if (f.expect == Expect::OneUnit) {
+        if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat) {
+          return Step::Desync;
+        }
+        if ((r->noreply && !rep.isError()) || r->suppressed(rep.kind)) {
+          in.drain(n);
+        } else {
+          in.moveTo(r->reply, n);
+        }
+        return Step::Done;
+      }
+      if (rep.kind == ReplyKind::Value) {
+        ++hits_in_reply_;
+        in.moveTo(r->reply, n);
+        return Step::More;
+      }
+      if (rep.kind == ReplyKind::End || rep.isError()) {
+        in.moveTo(r->reply, n);
+        auto& c = server_.worker().counters();
+        stats::bump(c.get_hits, hits_in_reply_);
+        stats::bump(c.get_misses, r->key_count > hits_in_reply_ ? r->key_count - hits_in_reply_ : 0);
+        hits_in_reply_ = 0;
+        return Step::Done;
+      }
+      return Step::Desync;
+    case Delivery::Fragment: {
+      Fragment& fr = r->fragments[f.fragment];
+      if (rep.kind == ReplyKind::Value) {
+        std::string_view key = rep.key.in(line);
+        while (fr.next_match < fr.key_indices.size()) {
+          uint32_t idx = fr.key_indices[fr.next_match++];
+          if (multigetKey(*r, idx) == key) {
+            r->key_hit_length[idx] = n;
+            in.moveTo(fr.values, n);
+            stats::bump(server_.worker().counters().get_hits);
+            return Step::More;
+          }
+        }
+        return Step::Desync;  // a VALUE for a key we did not ask this backend for
+      }
+      if (rep.kind == ReplyKind::End) {
+        in.drain(n);
+        return Step::Done;
+      }
+      if (rep.isError()) {
+        if (!r->failed) {
+          r->failed = true;
+          r->error_line.assign(line.substr(0, rep.line_length));
+        }
+        in.drain(n);
+        return Step::Done;
+      }
+      return Step::Desync;
+    }
+    case Delivery::Broadcast:
+      if (rep.kind != ReplyKind::Ok && !r->failed) {
+        r->failed = true;
+        r->error_line.assign(line.substr(0, rep.line_length));
+      }
+      in.drain(n);
+      return rep.data_length == 0 ? Step::Done : Step::Desync;
+  }
+  return Step::Desync;
+}
+
+// The expectation `f` is over (answered or failed): complete its request if it was the last
+// part, and drop this connection's reference.
+void BackendConnection::finish(InFlight& f) {
+  PendingRequest* r = f.req;
+  Worker& w = server_.worker();
+  if (f.delivery == Delivery::Direct) {
+    r->complete = true;
+  } else if (--r->fragments_left == 0) {
+    if (f.delivery == Delivery::Fragment) {
+      assembleMultiget(*r, w.counters());
+    } else {
+      r->reply.append(r->failed ? std::string_view(r->error_line)
+                                : (r->noreply ? std::string_view() : "OK\r\n"));
+    }
+    r->complete = true;
+  }
+  if (r->complete && r->session != nullptr) {
+    r->session->onRequestComplete(r);
+  }
+  w.requests().release(r);
+}
+
+void BackendConnection::failAll(BackendFailure why) {
+  std::string_view reply = backendFailureReply(why);
+  std::deque<InFlight> failed;
+  failed.swap(inflight_);
+  hits_in_reply_ = 0;
+  auto& c = server_.worker().counters();
+  for (InFlight& f : failed) {
+    PendingRequest* r = f.req;
+    if (f.delivery == Delivery::Direct) {
+      r->reply.drain(r->reply.size());
+      // Classic noreply gets nothing back even on failure (the client reads no reply); meta
+      // q always returns errors (memcached's rule).
+      if (!r->noreply) {
+        r->reply.append(reply);
+      }
+      stats::bump(c.server_errors);
+    } else if (!r->failed) {
+      r->failed = true;
+      r->error_line.assign(reply);
+      stats::bump(c.server_errors);
+    }
+    finish(f);
+  }
+}
+
+void BackendConnection::abort(BackendFailure why) {
+  if (why == BackendFailure::ProtocolError) {
+    stats::bump(server_.worker().counters().backend_protocol_errors);
+  }
+  if (state_ == State::Connected) {
+    stats::drop(server_.worker().counters().backend_connections);
+  }
+  state_ = State::Closed;
+  timeout_armed_ = false;
+  if (tcp_) {
+    tcp_->close();
+    tcp_.reset();
+  }
+  server_.onFailure(why);
+  failAll(why);
+}
+
+void BackendConnection::onClosed(net::CloseReason reason, int error) {
+  BackendFailure why = BackendFailure::ConnectionClosed;
+  if (reason == net::CloseReason::Timeout) {
+    why = BackendFailure::Timeout;
+    stats::bump(server_.worker().counters().backend_timeouts);
+  } else if (state_ == State::Connecting) {
+    why = BackendFailure::ConnectFailed;
+    stats::bump(server_.worker().counters().backend_connect_failures);
+  }
+  MCRING_LOG(Info, "backend %s: %s (%s)", server_.identity().c_str(),
+             std::string(backendFailureName(why)).c_str(), error != 0 ? strerror(error) : "eof");
+  abort(why);
+  server_.worker().onBackendIdle();
+}
+
+}  // namespace mcring::core

@@ -1,0 +1,82 @@
+// BackendServer: connection choice and reconnect backoff.
+#include "proxy/core/backend_server.h"
+
+#include <ctime>
+
+#include "proxy/common/log.h"
+#include "proxy/core/pool_runtime.h"
+#include "proxy/core/worker.h"
+
+namespace mcring::core {
+namespace {
+
+uint64_t nowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Reconnect backoff: 50 ms doubling to 1 s. Short, because until ejection (auto_eject_hosts)
+// the server keeps its keys and every retry is a chance to serve them again.
+constexpr uint32_t kBackoffMinMs = 50;
+constexpr uint32_t kBackoffMaxMs = 1000;
+
+}  // namespace
+
+BackendServer::BackendServer(Worker& worker, PoolRuntime& pool, std::string identity,
+                             common::SocketAddress address, uint32_t connections)
+    : worker_(worker), pool_(&pool), identity_(std::move(identity)), address_(address) {
+  if (connections == 0) {
+    connections = 1;
+  }
+  connections_.reserve(connections);
+  for (uint32_t i = 0; i < connections; ++i) {
+    connections_.push_back(std::make_unique<BackendConnection>(*this));
+  }
+}
+
+BackendConnection* BackendServer::connectionFor(uint64_t session_id) {
+  BackendConnection* c = connections_[session_id % connections_.size()].get();
+  if (c->state() == BackendConnection::State::Closed) {
+    if (retry_at_ns_ != 0 && nowNs() < retry_at_ns_) {
+      return nullptr;
+    }
+    if (!c->ensureConnected()) {
+      return nullptr;
+    }
+  }
+  return c;
+}
+
+void BackendServer::onConnected() {
+  if (backoff_ms_ != 0) {
+    MCRING_LOG(Notice, "backend %s: reconnected", identity_.c_str());
+  }
+  backoff_ms_ = 0;
+  retry_at_ns_ = 0;
+}
+
+void BackendServer::onFailure(BackendFailure why) {
+  last_failure_ = why;
+  backoff_ms_ = backoff_ms_ == 0 ? kBackoffMinMs : std::min(backoff_ms_ * 2, kBackoffMaxMs);
+  retry_at_ns_ = nowNs() + static_cast<uint64_t>(backoff_ms_) * 1000000ULL;
+}
+
+bool BackendServer::idle() const {
+  for (const auto& c : connections_) {
+    if (!c->idle()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void BackendServer::abortAll(BackendFailure why) {
+  for (auto& c : connections_) {
+    if (c->state() != BackendConnection::State::Closed || !c->idle()) {
+      c->abort(why);
+    }
+  }
+}
+
+}  // namespace mcring::core

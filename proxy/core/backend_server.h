@@ -1,0 +1,54 @@
+// A worker's view of one memcached server of one pool: its connections and its health.
+//
+// Keyed by server identity (host:port) in the worker's pool runtime, so a reload keeps the
+// connections of servers that stay. Worker-thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proxy/common/socket_address.h"
+#include "proxy/core/backend_connection.h"
+
+namespace mcring::core {
+
+class Worker;
+struct PoolRuntime;
+
+class BackendServer {
+ public:
+  BackendServer(Worker& worker, PoolRuntime& pool, std::string identity,
+                common::SocketAddress address, uint32_t connections);
+
+  // The connection a client session uses (sessions stick to one, so one client's requests to
+  // this server stay in order). nullptr while the server is backing off after a failure.
+  BackendConnection* connectionFor(uint64_t session_id);
+
+  // Reported by connections.
+  void onConnected();
+  void onFailure(BackendFailure why);
+
+  bool idle() const;  // nothing in flight on any connection
+  void abortAll(BackendFailure why);
+
+  const std::string& identity() const { return identity_; }
+  const common::SocketAddress& address() const { return address_; }
+  Worker& worker() { return worker_; }
+  PoolRuntime& pool() { return *pool_; }
+  void setPool(PoolRuntime& pool) { pool_ = &pool; }
+  BackendFailure lastFailure() const { return last_failure_; }
+
+ private:
+  Worker& worker_;
+  PoolRuntime* pool_;
+  std::string identity_;
+  common::SocketAddress address_;
+  std::vector<std::unique_ptr<BackendConnection>> connections_;
+  uint64_t retry_at_ns_ = 0;     // no new connect before this (capped exponential backoff)
+  uint32_t backoff_ms_ = 0;
+  BackendFailure last_failure_ = BackendFailure::Unavailable;
+};
+
+}  // namespace mcring::core

@@ -1,0 +1,573 @@
+// ClientSession: request parsing, dispatch, in-order reply flushing and back-pressure.
+#include "proxy/core/client_session.h"
+
+#include <algorithm>
+
+#include "proxy/common/log.h"
+#include "mcring_version.h"
+#include "proxy/core/backend_server.h"
+#include "proxy/core/multiget.h"
+#include "proxy/core/stats_reporter.h"
+#include "proxy/core/worker.h"
+#include "proxy/protocol/request_parser.h"
+
+namespace mcring::core {
+
+using protocol::Command;
+using protocol::CommandClass;
+using protocol::ParseStatus;
+using protocol::ReplyKind;
+
+namespace {
+
+constexpr uint32_t bit(ReplyKind k) { return 1U << static_cast<uint32_t>(k); }
+
+// Meta 'q' hides the "nothing to report" replies of each command (protocol.txt): mg hides EN,
+// ms hides HD, md and ma hide HD and NF. Errors are always returned.
+uint32_t quietMask(Command c) {
+  switch (c) {
+    case Command::MetaGet:
+      return bit(ReplyKind::MetaMiss);
+    case Command::MetaSet:
+      return bit(ReplyKind::MetaHit);
+    case Command::MetaDelete:
+    case Command::MetaArithmetic:
+      return bit(ReplyKind::MetaHit) | bit(ReplyKind::MetaNotFound);
+    default:
+      return 0;
+  }
+}
+
+bool startsWithRetrieval(std::string_view s) {
+  return s.starts_with("get ") || s.starts_with("gets ") || s.starts_with("gat ") ||
+         s.starts_with("gats ");
+}
+
+}  // namespace
+
+ClientSession::ClientSession(Worker& worker, PoolRuntime& pool, uint64_t id)
+    : worker_(worker), pool_(&pool), id_(id) {}
+
+ClientSession::~ClientSession() {
+  // Requests still owed by backends lose their session; they are recycled when answered.
+  for (PendingRequest* r : fifo_) {
+    r->session = nullptr;
+    worker_.requests().release(r);
+  }
+  fifo_.clear();
+}
+
+bool ClientSession::attach(int fd) {
+  tcp_ = net::TcpConnection::adopt(worker_.loop(), fd, this);
+  if (!tcp_) {
+    return false;
+  }
+  const auto& limits = pool_->parser.limits();
+  // Enough to hold the largest request we must see whole before acting on it.
+  size_t high = std::max<uint64_t>(limits.max_line + limits.item_size_max + 2,
+                                   limits.max_retrieval_line) +
+                64 * 1024;
+  tcp_->setReadHighWatermark(high);
+  return true;
+}
+
+void ClientSession::onReadable() {
+  if (closed_) {
+    return;
+  }
+  processInput();
+}
+
+bool ClientSession::throttled() const {
+  return fifo_.size() >= kMaxPending || (tcp_ && tcp_->output().size() >= kMaxOutputBytes);
+}
+
+void ClientSession::updateReading() {
+  if (closed_ || !tcp_) {
+    return;
+  }
+  bool want = !read_eof_ && !draining_ && !closing_ && !throttled();
+  if (want != reading_) {
+    reading_ = want;
+    tcp_->enableReading(want);
+    // Write-done callbacks tell us when a stalled reader has caught up.
+    tcp_->setWriteLowWatermark(want ? 0 : kMaxOutputBytes / 2);
+  }
+}
+
+size_t ClientSession::consumedLength() const {
+  return req_.line_length + (req_.has_data ? req_.value_length + 2 : 0);
+}
+
+void ClientSession::processInput() {
+  if (in_process_) {
+    return;
+  }
+  in_process_ = true;
+  net::Buffer& in = tcp_->input();
+  const protocol::RequestParser& parser = pool_->parser;
+  const auto& limits = parser.limits();
+  while (!closed_ && !closing_ && !draining_ && !throttled()) {
+    if (swallow_ > 0) {
+      size_t n = std::min<uint64_t>(swallow_, in.size());
+      in.drain(n);
+      swallow_ -= n;
+      if (swallow_ > 0) {
+        break;
+      }
+    }
+    size_t avail = in.size();
+    if (avail == 0) {
+      break;
+    }
+    size_t nl = in.findNewline(scanned_, limits.max_retrieval_line + 1);
+    if (nl == net::Buffer::npos) {
+      scanned_ = avail;
+      if (avail > limits.max_line) {
+        std::string_view head = in.contiguous(std::min<size_t>(avail, 8));
+        if (!startsWithRetrieval(head) || avail > limits.max_retrieval_line) {
+          protocol::Request tooLong;
+          tooLong.error = protocol::RequestError::LineTooLong;
+          tooLong.close = true;
+          in.drain(avail);
+          rejectRequest(tooLong);
+        }
+      }
+      break;
+    }
+    scanned_ = 0;
+    std::string_view line = in.contiguous(nl + 1);
+    ParseStatus st = parser.parse(line, req_);
+    if (st == ParseStatus::Incomplete) {
+      // A whole line is here, so this is the parser refusing to decide: treat as malformed.
+      req_.error = protocol::RequestError::BadCommandLine;
+      req_.line_length = static_cast<uint32_t>(nl + 1);
+      req_.swallow_length = 0;
+      req_.close = false;
+      st = ParseStatus::Invalid;
+    }
+    if (st == ParseStatus::Invalid) {
+      in.drain(std::min<size_t>(req_.line_length == 0 ? nl + 1 : req_.line_length, in.size()));
+      swallow_ = req_.swallow_length;
+      rejectRequest(req_);
+      continue;
+    }
+    if (req_.has_data) {
+      uint64_t need = consumedLength();
+      if (avail < need) {
+        break;  // wait for the data block (the read watermark leaves room for it)
+      }
+      if (!protocol::dataBlockTerminatorOk(in.byteAt(need - 2), in.byteAt(need - 1))) {
+        in.drain(need);
+        protocol::Request bad;
+        bad.error = protocol::RequestError::BadDataChunk;
+        rejectRequest(bad);
+        continue;
+      }
+    }
+    stats::bump(worker_.counters().bytes_read, consumedLength());
+    dispatch(line);
+  }
+  in_process_ = false;
+  if (closed_) {
+    return;
+  }
+  updateReading();
+  if (read_eof_ && fifo_.empty() && tcp_->output().empty()) {
+    close();
+  }
+}
+
+PendingRequest* ClientSession::newRequest() {
+  PendingRequest* r = worker_.requests().acquire();
+  r->session = this;
+  r->refs = 1;
+  r->command = req_.command;
+  fifo_.push_back(r);
+  return r;
+}
+
+void ClientSession::completeWith(PendingRequest* r, std::string_view reply) {
+  r->reply.append(reply);
+  r->complete = true;
+  onRequestComplete(r);
+}
+
+void ClientSession::rejectRequest(const protocol::Request& req) {
+  stats::bump(worker_.counters().client_errors);
+  PendingRequest* r = newRequest();
+  std::string reply(protocol::requestErrorText(req.error));
+  reply += "\r\n";
+  r->close_after = req.close;
+  if (req.close) {
+    closing_ = true;
+    MCRING_LOG(Info, "client %llu: %s, closing", static_cast<unsigned long long>(id_),
+               std::string(protocol::requestErrorName(req.error)).c_str());
+  }
+  completeWith(r, reply);
+}
+
+void ClientSession::dispatch(std::string_view line) {
+  switch (protocol::commandClass(req_.command)) {
+    case CommandClass::Retrieval:
+      dispatchRetrieval(line);
+      return;
+    case CommandClass::Storage:
+    case CommandClass::Keyed:
+    case CommandClass::Meta:
+      dispatchKeyed(line);
+      return;
+    case CommandClass::MetaNoop: {
+      PendingRequest* r = newRequest();
+      tcp_->input().drain(req_.line_length);
+      completeWith(r, "MN\r\n");
+      return;
+    }
+    case CommandClass::Local:
+      answerLocal(line);
+      return;
+    case CommandClass::Broadcast:
+      dispatchFlushAll(line);
+      return;
+  }
+}
+
+void ClientSession::dispatchKeyed(std::string_view line) {
+  auto& counters = worker_.counters();
+  switch (req_.command) {
+    case Command::Set:
+    case Command::Add:
+    case Command::Replace:
+    case Command::Append:
+    case Command::Prepend:
+    case Command::Cas:
+    case Command::MetaSet:
+      stats::bump(counters.cmd_set);
+      break;
+    case Command::Delete:
+    case Command::MetaDelete:
+      stats::bump(counters.cmd_delete);
+      break;
+    case Command::Touch:
+      stats::bump(counters.cmd_touch);
+      break;
+    default:
+      stats::bump(counters.cmd_other);
+      break;
+  }
+  bool meta = protocol::commandClass(req_.command) == CommandClass::Meta;
+  if (meta) {
+    stats::bump(counters.cmd_meta);
+  }
+  PendingRequest* r = newRequest();
+  if (meta) {
+    r->quiet_mask = req_.noreply ? quietMask(req_.command) : 0;
+  } else {
+    r->noreply = req_.noreply;
+  }
+  net::Buffer& in = tcp_->input();
+  uint32_t index = pool_->route(req_.routingKey(line, 0));
+  BackendServer* server = pool_->by_index[index];
+  BackendConnection* conn = server->connectionFor(id_);
+  if (conn == nullptr) {
+    in.drain(consumedLength());
+    stats::bump(counters.server_errors);
+    completeWith(r, r->noreply ? std::string_view() : backendFailureReply(server->lastFailure()));
+    return;
+  }
+  net::Buffer& out = conn->output();
+  if (req_.noreply_token.empty()) {
+    in.moveTo(out, consumedLength());
+  } else {
+    // The proxy always reads the backend's reply (to stay in sync) and drops it itself.
+    const protocol::Span& t = req_.noreply_token;
+    out.append(line.substr(0, t.offset));
+    out.append(line.substr(t.offset + t.length));
+    in.drain(req_.line_length);
+    if (req_.has_data) {
+      in.moveTo(out, req_.value_length + 2);
+    }
+  }
+  conn->expect(r, 0, Delivery::Direct, Expect::OneUnit);
+}
+
+void ClientSession::dispatchRetrieval(std::string_view line) {
+  auto& counters = worker_.counters();
+  size_t n = req_.keys.size();
+  stats::bump(counters.cmd_get, n);
+  if (req_.command == Command::Gat || req_.command == Command::Gats) {
+    stats::bump(counters.cmd_touch);
+  }
+  routes_.resize(n);
+  bool single = true;
+  for (size_t i = 0; i < n; ++i) {
+    routes_[i] = pool_->route(req_.keys[i].in(line));
+    single = single && routes_[i] == routes_[0];
+  }
+  if (!single) {
+    dispatchMultiget(line);
+    return;
+  }
+  // Every key lives on one backend: forward the line as-is and pass the reply through.
+  PendingRequest* r = newRequest();
+  r->key_count = static_cast<uint32_t>(n);
+  BackendServer* server = pool_->by_index[routes_[0]];
+  BackendConnection* conn = server->connectionFor(id_);
+  if (conn == nullptr) {
+    tcp_->input().drain(req_.line_length);
+    stats::bump(counters.server_errors);
+    completeWith(r, backendFailureReply(server->lastFailure()));
+    return;
+  }
+  tcp_->input().moveTo(conn->output(), req_.line_length);
+  conn->expect(r, 0, Delivery::Direct, Expect::Retrieval);
+}
+
+void ClientSession::dispatchMultiget(std::string_view line) {
+  auto& counters = worker_.counters();
+  PendingRequest* r = newRequest();
+  size_t n = req_.keys.size();
+  r->key_count = static_cast<uint32_t>(n);
+  r->line.assign(line);
+  r->key_offsets.resize(2 * n);
+  r->key_fragment.resize(n);
+  r->key_hit_length.assign(n, 0);
+  size_t servers = pool_->by_index.size();
+  fragment_of_.assign(servers, -1);
+  uint32_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    r->key_offsets[2 * i] = req_.keys[i].offset;
+    r->key_offsets[2 * i + 1] = req_.keys[i].length;
+    uint32_t s = routes_[i];
+    if (fragment_of_[s] < 0) {
+      fragment_of_[s] = static_cast<int32_t>(count);
+      if (r->fragments.size() <= count) {
+        r->fragments.emplace_back();
+      }
+      r->fragments[count].server = s;
+      ++count;
+    }
+    uint32_t f = static_cast<uint32_t>(fragment_of_[s]);
+    r->key_fragment[i] = f;
+    r->fragments[f].key_indices.push_back(static_cast<uint32_t>(i));
+  }
+  r->fragment_count = count;
+  r->fragments_left = count;
+  tcp_->input().drain(req_.line_length);
+
+  std::string_view name = protocol::commandName(req_.command);
+  std::string_view exptime = req_.exptime.in(r->line);
+  // Send every fragment first, then account for immediate failures, so that a request that
+  // completes synchronously is never touched again here.
+  uint32_t failed_now = 0;
+  for (uint32_t f = 0; f < count; ++f) {
+    Fragment& frag = r->fragments[f];
+    BackendServer* server = pool_->by_index[frag.server];
+    BackendConnection* conn = server->connectionFor(id_);
+    if (conn == nullptr) {
+      frag.done = true;
+      if (!r->failed) {
+        r->failed = true;
+        r->error_line.assign(backendFailureReply(server->lastFailure()));
+      }
+      ++failed_now;
+      continue;
+    }
+    net::Buffer& out = conn->output();
+    out.append(name);
+    if (!exptime.empty()) {
+      out.append(" ");
+      out.append(exptime);
+    }
+    for (uint32_t idx : frag.key_indices) {
+      out.append(" ");
+      out.append(multigetKey(*r, idx));
+    }
+    out.append("\r\n");
+    conn->expect(r, f, Delivery::Fragment, Expect::Retrieval);
+  }
+  if (failed_now > 0) {
+    stats::bump(counters.server_errors);
+    r->fragments_left -= failed_now;
+    if (r->fragments_left == 0) {
+      assembleMultiget(*r, counters);
+      r->complete = true;
+      onRequestComplete(r);
+    }
+  }
+}
+
+void ClientSession::dispatchFlushAll(std::string_view line) {
+  stats::bump(worker_.counters().cmd_flush);
+  PendingRequest* r = newRequest();
+  r->noreply = req_.noreply;
+  net::Buffer& in = tcp_->input();
+  if (!pool_->config().allow_flush_all) {
+    in.drain(req_.line_length);
+    completeWith(r, "CLIENT_ERROR flush_all not allowed\r\n");
+    return;
+  }
+  const protocol::Span& t = req_.noreply_token;
+  std::string forward(line.substr(0, t.empty() ? line.size() : t.offset));
+  if (!t.empty()) {
+    forward.append(line.substr(t.offset + t.length));
+  }
+  in.drain(req_.line_length);
+  uint32_t count = static_cast<uint32_t>(pool_->by_index.size());
+  r->fragments_left = count;
+  uint32_t failed_now = 0;
+  for (uint32_t s = 0; s < count; ++s) {
+    BackendServer* server = pool_->by_index[s];
+    BackendConnection* conn = server->connectionFor(id_);
+    if (conn == nullptr) {
+      if (!r->failed) {
+        r->failed = true;
+        r->error_line.assign(backendFailureReply(server->lastFailure()));
+      }
+      ++failed_now;
+      continue;
+    }
+    conn->output().append(forward);
+    conn->expect(r, s, Delivery::Broadcast, Expect::OneUnit);
+  }
+  if (failed_now > 0) {
+    r->fragments_left -= failed_now;
+    if (r->fragments_left == 0) {
+      completeWith(r, r->error_line);
+    }
+  }
+}
+
+void ClientSession::answerLocal(std::string_view line) {
+  PendingRequest* r = newRequest();
+  tcp_->input().drain(req_.line_length);
+  switch (req_.command) {
+    case Command::Version:
+      completeWith(r, "VERSION " MCRING_PROTOCOL_VERSION "\r\n");
+      return;
+    case Command::Verbosity:
+      completeWith(r, req_.noreply ? "" : "OK\r\n");
+      return;
+    case Command::Quit:
+      r->close_after = true;
+      closing_ = true;
+      completeWith(r, "");
+      return;
+    case Command::Stats: {
+      std::string out;
+      if (!worker_.reporter().render(req_.args.in(line), &out)) {
+        stats::bump(worker_.counters().client_errors);
+      }
+      completeWith(r, out);
+      return;
+    }
+    default:
+      completeWith(r, "ERROR\r\n");
+      return;
+  }
+}
+
+void ClientSession::onRequestComplete(PendingRequest* r) {
+  if (!fifo_.empty() && fifo_.front() == r) {
+    flush();
+  }
+}
+
+void ClientSession::flush() {
+  if (closed_) {
+    return;
+  }
+  net::Buffer& out = tcp_->output();
+  bool close_now = false;
+  while (!fifo_.empty() && fifo_.front()->complete) {
+    PendingRequest* r = fifo_.front();
+    fifo_.pop_front();
+    stats::bump(worker_.counters().bytes_written, r->reply.size());
+    r->reply.moveAllTo(out);
+    close_now = r->close_after;
+    r->session = nullptr;
+    worker_.requests().release(r);
+    if (close_now) {
+      break;
+    }
+  }
+  if (close_now) {
+    // quit, or framing lost: nothing after this is answered; close once the output is written.
+    closing_ = true;
+    read_eof_ = true;
+    for (PendingRequest* r : fifo_) {
+      r->session = nullptr;
+      worker_.requests().release(r);
+    }
+    fifo_.clear();
+  }
+  if (!in_process_) {
+    bool was_throttled = !reading_;
+    updateReading();
+    if (was_throttled && reading_ && tcp_->input().size() > 0) {
+      processInput();
+      return;
+    }
+  }
+  if ((read_eof_ || draining_) && fifo_.empty() && out.empty()) {
+    close();
+  } else if ((read_eof_ || draining_) && fifo_.empty()) {
+    tcp_->setWriteLowWatermark(0);  // onWritable fires when everything is written
+  }
+}
+
+void ClientSession::onWritable() {
+  if (closed_) {
+    return;
+  }
+  if ((read_eof_ || draining_) && fifo_.empty() && tcp_->output().empty()) {
+    close();
+    return;
+  }
+  if (!reading_) {
+    updateReading();
+    if (reading_ && tcp_->input().size() > 0) {
+      processInput();
+    }
+  }
+}
+
+void ClientSession::beginDrain() {
+  draining_ = true;
+  updateReading();
+  if (fifo_.empty() && tcp_ && tcp_->output().empty()) {
+    close();
+  }
+}
+
+void ClientSession::onClosed(net::CloseReason reason, int error) {
+  if (closed_) {
+    return;
+  }
+  if (reason == net::CloseReason::Eof) {
+    // The client finished sending; answer what it already sent, then close.
+    read_eof_ = true;
+    reading_ = false;
+    if (fifo_.empty() && tcp_->output().empty()) {
+      close();
+    }
+    return;
+  }
+  close();
+}
+
+void ClientSession::close() {
+  if (closed_) {
+    return;
+  }
+  closed_ = true;
+  tcp_.reset();
+  for (PendingRequest* r : fifo_) {
+    r->session = nullptr;
+    worker_.requests().release(r);
+  }
+  fifo_.clear();
+  worker_.retire(this);
+}
+
+}  // namespace mcring::core

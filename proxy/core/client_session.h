@@ -1,0 +1,81 @@
+// One client connection: parses its requests, routes each to a backend (or answers it), and
+// writes the replies back in request order however the backends interleave.
+//
+// Pipelining: requests are read and dispatched as fast as they arrive; replies wait in the FIFO
+// until every earlier one is written. Back-pressure: a client that does not read its replies, or
+// has too many requests outstanding, stops being read until it catches up. Worker-thread only.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "proxy/core/backend_failure.h"
+#include "proxy/core/pending_request.h"
+#include "proxy/core/pool_runtime.h"
+#include "proxy/net/tcp_connection.h"
+#include "proxy/protocol/request.h"
+
+namespace mcring::core {
+
+class Worker;
+
+class ClientSession : public net::ConnectionHandler {
+ public:
+  ClientSession(Worker& worker, PoolRuntime& pool, uint64_t id);
+  ~ClientSession() override;
+  bool attach(int fd);
+
+  // A request of this session got its whole reply (called by backend connections).
+  void onRequestComplete(PendingRequest* r);
+  // Shutdown or pool removal: stop reading, finish what is in flight, then close.
+  void beginDrain();
+  bool closed() const { return closed_; }
+  PoolRuntime& pool() { return *pool_; }
+
+  void onReadable() override;
+  void onWritable() override;
+  void onClosed(net::CloseReason reason, int error) override;
+
+  // Limits on what one client may have outstanding before it is no longer read.
+  static constexpr size_t kMaxPending = 4096;
+  static constexpr size_t kMaxOutputBytes = 4 * 1024 * 1024;
+
+ private:
+  void processInput();
+  void dispatch(std::string_view line);
+  void dispatchKeyed(std::string_view line);
+  void dispatchRetrieval(std::string_view line);
+  void dispatchMultiget(std::string_view line);
+  void dispatchFlushAll(std::string_view line);
+  void answerLocal(std::string_view line);
+  PendingRequest* newRequest();
+  void completeWith(PendingRequest* r, std::string_view reply);
+  void rejectRequest(const protocol::Request& req);
+  void flush();
+  bool throttled() const;
+  void updateReading();
+  void close();
+  size_t consumedLength() const;
+
+  Worker& worker_;
+  PoolRuntime* pool_;
+  uint64_t id_;
+  std::unique_ptr<net::TcpConnection> tcp_;
+  std::deque<PendingRequest*> fifo_;
+  protocol::Request req_;
+  std::vector<uint32_t> routes_;          // scratch: server of each key of a multi-get
+  std::vector<int32_t> fragment_of_;      // scratch: fragment of each server, -1 if none
+  uint64_t swallow_ = 0;                  // bytes of a rejected data block still to discard
+  size_t scanned_ = 0;                    // input already searched for "\n" without success
+  bool reading_ = true;
+  bool read_eof_ = false;
+  bool draining_ = false;
+  bool closing_ = false;  // a quit / fatal error reply is queued: read nothing more
+  bool closed_ = false;
+  bool in_process_ = false;
+};
+
+}  // namespace mcring::core

@@ -1,0 +1,124 @@
+// One client request between being read and its reply being written, in the client's FIFO.
+//
+// Owned by the worker's RequestPool. Referenced by its session (until flushed, or until the
+// session closes) and by every backend connection that still owes it a reply (refs_), so a
+// client that disconnects mid-request cannot leave a backend holding a dangling pointer.
+// Worker-thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proxy/net/buffer.h"
+#include "proxy/protocol/command.h"
+#include "proxy/protocol/reply.h"
+
+namespace mcring::core {
+
+class ClientSession;
+
+// What a backend reply to this request looks like.
+enum class Expect : uint8_t {
+  OneUnit,    // a single reply unit (line, or VA/VALUE... no: one line or one VA + data)
+  Retrieval,  // VALUE units until END
+};
+
+// Part of a multi-key get that went to one backend.
+struct Fragment {
+  uint32_t server = 0;                 // index in the pool's server list
+  std::vector<uint32_t> key_indices;   // client key positions sent to this backend, in order
+  uint32_t next_match = 0;             // next position in key_indices a VALUE may match
+  net::Buffer values;                  // VALUE units received, in key order
+  bool done = false;
+};
+
+struct PendingRequest {
+  ClientSession* session = nullptr;  // null once the client is gone
+  uint32_t refs = 0;
+  uint32_t fragments_left = 0;
+  protocol::Command command = protocol::Command::Get;
+  bool complete = false;
+  bool close_after = false;     // quit / framing lost: close once this reply is written
+  bool noreply = false;         // classic noreply: drop every non-error reply
+  uint32_t quiet_mask = 0;      // meta q: reply kinds to drop (bit per ReplyKind)
+  bool failed = false;          // multi-get / broadcast: some part failed; error_line says how
+  std::string error_line;       // with "\r\n"
+  uint32_t key_count = 0;       // retrieval: keys asked (hit/miss accounting)
+  uint64_t start_ns = 0;
+  net::Buffer reply;            // the bytes to write when this request reaches the FIFO head
+
+  // Multi-get only.
+  std::string line;                       // copy of the client's line; keys index into it
+  std::vector<uint32_t> key_offsets;      // key i = line.substr(key_offsets[2i], key_offsets[2i+1])
+  std::vector<uint32_t> key_fragment;     // fragment of client key i
+  std::vector<uint64_t> key_hit_length;   // bytes of key i's VALUE unit, 0 = miss
+  std::vector<Fragment> fragments;
+  uint32_t fragment_count = 0;            // fragments in use (vector keeps capacity)
+
+  bool suppressed(protocol::ReplyKind kind) const {
+    return (quiet_mask >> static_cast<uint32_t>(kind)) & 1U;
+  }
+
+  void reset() {
+    session = nullptr;
+    refs = 0;
+    fragments_left = 0;
+    complete = false;
+    close_after = false;
+    noreply = false;
+    quiet_mask = 0;
+    failed = false;
+    key_count = 0;
+    error_line.clear();
+    reply.drain(reply.size());
+    line.clear();
+    key_offsets.clear();
+    key_fragment.clear();
+    key_hit_length.clear();
+    for (uint32_t i = 0; i < fragment_count; ++i) {
+      Fragment& f = fragments[i];
+      f.key_indices.clear();
+      f.next_match = 0;
+      f.values.drain(f.values.size());
+      f.done = false;
+    }
+    fragment_count = 0;
+  }
+};
+
+// Recycles PendingRequests (and their buffers' and vectors' capacity): no allocation per request
+// once warm.
+class RequestPool {
+ public:
+  ~RequestPool() {
+    for (PendingRequest* r : free_) {
+      delete r;
+    }
+  }
+  PendingRequest* acquire() {
+    if (free_.empty()) {
+      return new PendingRequest();
+    }
+    PendingRequest* r = free_.back();
+    free_.pop_back();
+    return r;
+  }
+  // Drops one reference; recycles the request when none is left.
+  void release(PendingRequest* r) {
+    if (--r->refs == 0) {
+      r->reset();
+      if (free_.size() < kMaxFree) {
+        free_.push_back(r);
+      } else {
+        delete r;
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxFree = 4096;
+  std::vector<PendingRequest*> free_;
+};
+
+}  // namespace mcring::core

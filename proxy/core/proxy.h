@@ -1,0 +1,64 @@
+// The proxy process: listeners on the main thread, N workers, reload and shutdown.
+//
+// The main thread owns the control plane: it accepts connections and hands each socket to a
+// worker (round robin), loads and validates configuration, builds snapshots off the hot path and
+// posts them to the workers, and runs the shutdown sequence. Workers own the data plane.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/topology.h"
+#include "proxy/core/stats_reporter.h"
+#include "proxy/core/worker.h"
+#include "proxy/net/event_loop.h"
+#include "proxy/net/tcp_connection.h"
+
+namespace mcring::core {
+
+struct ProxyOptions {
+  std::string config_path;
+  int threads = 0;            // 0: one per core
+  uint32_t shutdown_grace_ms = 10000;
+};
+
+class Proxy {
+ public:
+  explicit Proxy(ProxyOptions options);
+  ~Proxy();
+
+  // Loads the config and opens every listener; false (errors logged) if it cannot start.
+  bool start();
+  // Runs until SIGTERM/SIGINT and the drain that follows. Returns the exit code.
+  int run();
+
+  // Re-reads the config file; keeps the old snapshot if the new one is invalid.
+  void reload(const char* source);
+
+ private:
+  struct ListenerEntry {
+    std::string address;  // resolved address text, to notice listen changes
+    std::unique_ptr<net::Listener> listener;
+  };
+  bool syncListeners(const config::Topology& topology);
+  void onAccept(const std::string& pool, int fd);
+  void shutdown();
+
+  ProxyOptions options_;
+  net::EventLoop loop_;
+  StatsReporter reporter_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::map<std::string, ListenerEntry> listeners_;  // by pool name
+  std::shared_ptr<const config::Topology> topology_;
+  uint64_t generation_ = 0;
+  size_t next_worker_ = 0;
+  bool stopping_ = false;
+  std::vector<std::unique_ptr<net::SignalWatcher>> signals_;
+  std::unique_ptr<net::Timer> exit_timer_;
+};
+
+}  // namespace mcring::core

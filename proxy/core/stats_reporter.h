@@ -1,0 +1,30 @@
+// Answers the `stats` command: the proxy's own totals, summed over workers on read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proxy/stats/counters.h"
+
+namespace mcring::core {
+
+class StatsReporter {
+ public:
+  StatsReporter();
+  void addWorker(const stats::WorkerCounters* counters) { workers_.push_back(counters); }
+
+  // Writes the reply to `stats <args>` into *out ("STAT ...\r\n"... "END\r\n"). Returns false
+  // (and an ERROR reply) for arguments it does not know, as memcached does.
+  bool render(std::string_view args, std::string* out) const;
+
+  // Sum of one counter over all workers.
+  uint64_t sum(std::atomic<uint64_t> stats::WorkerCounters::*field) const;
+
+ private:
+  std::vector<const stats::WorkerCounters*> workers_;
+  uint64_t start_time_;  // wall clock seconds at start (uptime)
+};
+
+}  // namespace mcring::core

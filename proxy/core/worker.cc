@@ -1,0 +1,202 @@
+// Worker: thread, event loop, topology switching, session lifetime, shutdown.
+#include "proxy/core/worker.h"
+
+#include <unistd.h>
+
+#include "proxy/common/log.h"
+#include "proxy/core/client_session.h"
+#include "proxy/core/stats_reporter.h"
+
+namespace mcring::core {
+namespace {
+
+protocol::ParserLimits limitsFor(const config::PoolConfig& pc) {
+  protocol::ParserLimits limits;
+  limits.item_size_max = pc.item_size_max;
+  limits.max_keys = pc.max_multiget_keys;
+  return limits;
+}
+
+}  // namespace
+
+Worker::Worker(int id, const StatsReporter& reporter)
+    : id_(id), reporter_(reporter), loop_(std::make_unique<net::EventLoop>()) {
+  reaper_ = std::make_unique<net::Timer>(*loop_, [this] { reapRetired(); });
+}
+
+Worker::~Worker() {
+  for (ClientSession* s : sessions_) {
+    delete s;
+  }
+  sessions_.clear();
+  reapRetired();
+  for (auto& [name, pool] : pools_) {
+    for (auto& [id, server] : pool->servers) {
+      server->abortAll(BackendFailure::ConnectionClosed);
+    }
+  }
+  for (auto& server : draining_) {
+    server->abortAll(BackendFailure::ConnectionClosed);
+  }
+}
+
+void Worker::start(std::shared_ptr<const config::Topology> topology) {
+  applyTopology(std::move(topology));
+  thread_ = std::thread([this] { run(); });
+}
+
+void Worker::join() {
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+void Worker::run() {
+  loop_->run();
+  finished_.store(true, std::memory_order_release);
+}
+
+void Worker::postClient(int fd, std::string pool) {
+  loop_->post([this, fd, pool = std::move(pool)] { acceptClient(fd, pool); });
+}
+
+void Worker::postTopology(std::shared_ptr<const config::Topology> topology) {
+  loop_->post([this, topology = std::move(topology)]() mutable {
+    applyTopology(std::move(topology));
+  });
+}
+
+void Worker::postShutdown(uint32_t grace_ms) {
+  loop_->post([this, grace_ms] {
+    shutting_down_ = true;
+    grace_timer_ = std::make_unique<net::Timer>(*loop_, [this] {
+      MCRING_LOG(Warn, "worker %d: grace period over with %zu client(s) still open", id_,
+                 sessions_.size());
+      loop_->stop();
+    });
+    grace_timer_->start(grace_ms);
+    std::vector<ClientSession*> open(sessions_.begin(), sessions_.end());
+    for (ClientSession* s : open) {
+      s->beginDrain();
+    }
+    checkShutdownDone();
+  });
+}
+
+void Worker::checkShutdownDone() {
+  if (shutting_down_ && sessions_.empty()) {
+    loop_->stop();
+  }
+}
+
+void Worker::acceptClient(int fd, const std::string& pool_name) {
+  auto it = pools_.find(pool_name);
+  if (shutting_down_ || it == pools_.end() || it->second->removed) {
+    ::close(fd);
+    return;
+  }
+  auto* session = new ClientSession(*this, *it->second, next_session_id_++);
+  if (!session->attach(fd)) {
+    delete session;
+    return;
+  }
+  sessions_.insert(session);
+  stats::bump(counters_.total_connections);
+  stats::bump(counters_.curr_connections);
+}
+
+void Worker::retire(ClientSession* session) {
+  if (sessions_.erase(session) > 0) {
+    stats::drop(counters_.curr_connections);
+    retired_.push_back(session);
+    if (!reaper_->pending()) {
+      reaper_->start(0);
+    }
+  }
+}
+
+void Worker::reapRetired() {
+  std::vector<ClientSession*> dead;
+  dead.swap(retired_);
+  for (ClientSession* s : dead) {
+    delete s;
+  }
+  checkShutdownDone();
+}
+
+// Switches to a new snapshot between two requests (this runs as a posted task, so no request is
+// half-processed). Servers that stay keep their connections; removed ones drain in the
+// background; pools that left have their sessions drained.
+void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
+  std::unordered_map<std::string, bool> seen;
+  for (const auto& pool_topo : topology->pools) {
+    const std::string& name = pool_topo->config.name;
+    seen[name] = true;
+    auto& runtime = pools_[name];
+    if (!runtime) {
+      runtime = std::make_unique<PoolRuntime>();
+      runtime->name = name;
+    }
+    runtime->topology = pool_topo;
+    runtime->removed = false;
+    runtime->parser = protocol::RequestParser(limitsFor(pool_topo->config));
+    std::unordered_map<std::string, std::unique_ptr<BackendServer>> next;
+    runtime->by_index.clear();
+    const auto& servers = pool_topo->config.servers;
+    for (size_t i = 0; i < servers.size(); ++i) {
+      std::string identity = servers[i].identity();
+      std::unique_ptr<BackendServer> server;
+      auto old = runtime->servers.find(identity);
+      if (old != runtime->servers.end()) {
+        server = std::move(old->second);
+        runtime->servers.erase(old);
+      } else if (auto again = next.find(identity); again != next.end()) {
+        runtime->by_index.push_back(again->second.get());
+        continue;
+      } else {
+        server = std::make_unique<BackendServer>(*this, *runtime, identity,
+                                                 pool_topo->server_addresses[i],
+                                                 pool_topo->config.server_connections);
+      }
+      runtime->by_index.push_back(server.get());
+      next.emplace(identity, std::move(server));
+    }
+    for (auto& [identity, server] : runtime->servers) {
+      draining_.push_back(std::move(server));
+    }
+    runtime->servers = std::move(next);
+  }
+  for (auto& [name, runtime] : pools_) {
+    if (!seen.count(name) && !runtime->removed) {
+      runtime->removed = true;
+      for (ClientSession* s : std::vector<ClientSession*>(sessions_.begin(), sessions_.end())) {
+        if (&s->pool() == runtime.get()) {
+          s->beginDrain();
+        }
+      }
+      for (auto& [identity, server] : runtime->servers) {
+        draining_.push_back(std::move(server));
+      }
+      runtime->servers.clear();
+      runtime->by_index.clear();
+    }
+  }
+  topology_ = std::move(topology);
+  reapDraining();
+}
+
+void Worker::reapDraining() {
+  for (size_t i = 0; i < draining_.size();) {
+    if (draining_[i]->idle()) {
+      draining_[i]->abortAll(BackendFailure::ConnectionClosed);
+      // Destroying it from inside one of its own connection's callbacks is not safe: defer.
+      loop_->post([server = draining_[i].release()] { delete server; });
+      draining_[i] = std::move(draining_.back());
+      draining_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+}  // namespace mcring::core

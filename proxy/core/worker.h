@@ -1,0 +1,81 @@
+// A worker thread: one event loop, its client sessions, its backend connections, its counters.
+//
+// Shared-nothing: the only things that reach a worker from other threads are posted messages
+// (a new client socket, a new topology snapshot, shutdown). No lock on the request path.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "config/topology.h"
+#include "proxy/core/pending_request.h"
+#include "proxy/core/pool_runtime.h"
+#include "proxy/net/event_loop.h"
+#include "proxy/stats/counters.h"
+
+namespace mcring::core {
+
+class ClientSession;
+class StatsReporter;
+
+class Worker {
+ public:
+  Worker(int id, const StatsReporter& reporter);
+  ~Worker();
+
+  // --- any thread ---
+  void start(std::shared_ptr<const config::Topology> topology);
+  void join();
+  void postClient(int fd, std::string pool);
+  void postTopology(std::shared_ptr<const config::Topology> topology);
+  // Stop reading new requests, finish in-flight ones, close; the loop ends when all sessions are
+  // gone or after grace_ms.
+  void postShutdown(uint32_t grace_ms);
+  const stats::WorkerCounters& counters() const { return counters_; }
+  // The loop has returned (after shutdown).
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
+
+  // --- worker thread ---
+  int id() const { return id_; }
+  net::EventLoop& loop() { return *loop_; }
+  RequestPool& requests() { return requests_; }
+  stats::WorkerCounters& counters() { return counters_; }
+  const StatsReporter& reporter() const { return reporter_; }
+  // Deferred destruction: a session ends itself from inside its own callbacks.
+  void retire(ClientSession* session);
+  // A backend connection finished something; drained servers of old snapshots may now go.
+  void onBackendIdle() { if (!draining_.empty()) { reapDraining(); } }
+
+ private:
+  void run();
+  void applyTopology(std::shared_ptr<const config::Topology> topology);
+  void acceptClient(int fd, const std::string& pool);
+  void reapRetired();
+  void reapDraining();
+  void checkShutdownDone();
+
+  int id_;
+  const StatsReporter& reporter_;
+  std::unique_ptr<net::EventLoop> loop_;
+  std::thread thread_;
+  std::shared_ptr<const config::Topology> topology_;
+  std::unordered_map<std::string, std::unique_ptr<PoolRuntime>> pools_;
+  std::vector<std::unique_ptr<BackendServer>> draining_;  // removed servers finishing in flight
+  std::unordered_set<ClientSession*> sessions_;
+  std::vector<ClientSession*> retired_;
+  std::unique_ptr<net::Timer> reaper_;
+  std::unique_ptr<net::Timer> grace_timer_;
+  RequestPool requests_;
+  stats::WorkerCounters counters_;
+  uint64_t next_session_id_ = 0;
+  bool shutting_down_ = false;
+  std::atomic<bool> finished_{false};
+};
+
+}  // namespace mcring::core

@@ -1,0 +1,75 @@
+// Buffer: thin wrapper over evbuffer.
+#include "proxy/net/buffer.h"
+
+#include <event2/buffer.h>
+
+#include <utility>
+
+namespace mcring::net {
+
+Buffer::Buffer() : buf_(evbuffer_new()), owned_(true) {}
+Buffer::Buffer(evbuffer* borrowed) : buf_(borrowed), owned_(false) {}
+Buffer::~Buffer() {
+  if (owned_ && buf_ != nullptr) {
+    evbuffer_free(buf_);
+  }
+}
+Buffer::Buffer(Buffer&& other) noexcept
+    : buf_(std::exchange(other.buf_, nullptr)), owned_(std::exchange(other.owned_, false)) {}
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    if (owned_ && buf_ != nullptr) {
+      evbuffer_free(buf_);
+    }
+    buf_ = std::exchange(other.buf_, nullptr);
+    owned_ = std::exchange(other.owned_, false);
+  }
+  return *this;
+}
+
+size_t Buffer::size() const { return evbuffer_get_length(buf_); }
+
+size_t Buffer::findNewline(size_t from, size_t limit) const {
+  size_t len = size();
+  if (from >= len) {
+    return npos;
+  }
+  evbuffer_ptr start;
+  if (evbuffer_ptr_set(buf_, &start, from, EVBUFFER_PTR_SET) != 0) {
+    return npos;
+  }
+  evbuffer_ptr end;
+  size_t stop = limit < len ? limit : len;
+  if (evbuffer_ptr_set(buf_, &end, stop, EVBUFFER_PTR_SET) != 0) {
+    return npos;
+  }
+  evbuffer_ptr found = evbuffer_search_range(buf_, "\n", 1, &start, &end);
+  if (found.pos < 0) {
+    return npos;
+  }
+  return static_cast<size_t>(found.pos);
+}
+
+std::string_view Buffer::contiguous(size_t n) {
+  if (n == 0) {
+    return {};
+  }
+  auto* p = reinterpret_cast<const char*>(evbuffer_pullup(buf_, static_cast<ev_ssize_t>(n)));
+  return p == nullptr ? std::string_view() : std::string_view(p, n);
+}
+
+char Buffer::byteAt(size_t pos) const {
+  evbuffer_ptr ptr;
+  char c = 0;
+  if (evbuffer_ptr_set(buf_, &ptr, pos, EVBUFFER_PTR_SET) == 0) {
+    evbuffer_copyout_from(buf_, &ptr, &c, 1);
+  }
+  return c;
+}
+
+void Buffer::drain(size_t n) { evbuffer_drain(buf_, n); }
+void Buffer::moveTo(Buffer& dst, size_t n) { evbuffer_remove_buffer(buf_, dst.buf_, n); }
+void Buffer::moveAllTo(Buffer& dst) { evbuffer_add_buffer(dst.buf_, buf_); }
+void Buffer::append(std::string_view bytes) { evbuffer_add(buf_, bytes.data(), bytes.size()); }
+
+}  // namespace mcring::net

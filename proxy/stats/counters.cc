@@ -1,0 +1,1 @@
+// counters are header-only; this file keeps the library non-empty

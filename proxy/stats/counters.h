@@ -1,0 +1,50 @@
+// Per-worker counters: one writer (the worker's thread), summed by readers on demand.
+//
+// Each field is a relaxed atomic written only by its worker, so increments cost a plain add and
+// a reader on another thread sees a recent value without locks (seastar map_reduce style).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace mcring::stats {
+
+// One table: name, meaning. The `stats` command and exporters iterate it.
+#define MCRING_WORKER_COUNTERS(X)                                              \
+  X(total_connections, "client connections accepted")                          \
+  X(curr_connections, "client connections open (gauge)")                      \
+  X(rejected_connections, "client connections refused by client_connections") \
+  X(cmd_get, "keys requested by get/gets/gat/gats")                           \
+  X(get_hits, "retrieval keys found")                                          \
+  X(get_misses, "retrieval keys not found")                                    \
+  X(cmd_set, "storage commands (set/add/replace/append/prepend/cas/ms)")       \
+  X(cmd_delete, "delete and md commands")                                      \
+  X(cmd_touch, "touch/gat/gats commands")                                      \
+  X(cmd_meta, "meta commands")                                                 \
+  X(cmd_other, "other forwarded commands")                                     \
+  X(cmd_flush, "flush_all commands")                                           \
+  X(client_errors, "requests answered with a CLIENT_ERROR or ERROR by the proxy") \
+  X(server_errors, "requests answered with SERVER_ERROR because of a backend fault") \
+  X(backend_requests, "requests sent to backends (multi-get fragments count each)") \
+  X(backend_connections, "backend connections open (gauge)")                   \
+  X(backend_connect_failures, "backend connect attempts that failed")          \
+  X(backend_timeouts, "backend connections reset because of a timeout")        \
+  X(backend_protocol_errors, "backend connections reset because of bad replies") \
+  X(bytes_read, "bytes read from clients")                                     \
+  X(bytes_written, "bytes written to clients")
+
+struct WorkerCounters {
+#define MCRING_X(name, help) std::atomic<uint64_t> name{0};
+  MCRING_WORKER_COUNTERS(MCRING_X)
+#undef MCRING_X
+};
+
+// Single-writer increment: a relaxed load + store, no lock prefix.
+inline void bump(std::atomic<uint64_t>& c, uint64_t n = 1) {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+inline void drop(std::atomic<uint64_t>& c, uint64_t n = 1) {
+  c.store(c.load(std::memory_order_relaxed) - n, std::memory_order_relaxed);
+}
+
+}  // namespace mcring::stats
