@@ -7,11 +7,14 @@
 #include <thread>
 
 #include "config/config.h"
+#include "config/config_diff.h"
 #include "proxy/common/log.h"
 
 namespace mcring::core {
 
-Proxy::Proxy(ProxyOptions options) : options_(std::move(options)) {}
+Proxy::Proxy(ProxyOptions options) : options_(std::move(options)) {
+  reporter_.setReloadHistory(&reloads_);
+}
 
 Proxy::~Proxy() {
   listeners_.clear();
@@ -39,6 +42,8 @@ bool Proxy::start() {
   if (!syncListeners(*topology_)) {
     return false;
   }
+  config_ = std::make_shared<const config::Config>(std::move(*loaded.config));
+  reporter_.setGeneration(generation_);
   int threads = options_.threads > 0 ? options_.threads
                                      : static_cast<int>(std::thread::hardware_concurrency());
   if (threads <= 0) {
@@ -55,6 +60,21 @@ bool Proxy::start() {
   signals_.push_back(std::make_unique<net::SignalWatcher>(loop_, SIGINT, [this] { shutdown(); }));
   signals_.push_back(
       std::make_unique<net::SignalWatcher>(loop_, SIGHUP, [this] { reload("signal"); }));
+  if (options_.watch_config) {
+    std::string error;
+    if (watcher_.open(options_.config_path, &error)) {
+      debounce_ = std::make_unique<net::Timer>(loop_, [this] { reload("file"); });
+      watch_event_ = std::make_unique<net::FdWatcher>(loop_, watcher_.fd(), [this] {
+        if (watcher_.drain()) {
+          // Editors and kubelet produce bursts of events: reload once they settle.
+          debounce_->start(options_.watch_debounce_ms);
+        }
+      });
+    } else {
+      MCRING_LOG(Warn, "not watching %s for changes: %s", options_.config_path.c_str(),
+                 error.c_str());
+    }
+  }
   for (const auto& pool : topology_->pools) {
     MCRING_LOG(Notice, "pool '%s' listening on %s, %zu servers, %s/%s", pool->config.name.c_str(),
                pool->listen_address.toString().c_str(), pool->config.servers.size(),
@@ -108,44 +128,71 @@ void Proxy::onAccept(const std::string& pool, int fd) {
   w.postClient(fd, pool);
 }
 
+void Proxy::requestReload(const char* source) {
+  loop_.post([this, source] { reload(source); });
+}
+
 void Proxy::reload(const char* source) {
   if (stopping_) {
     return;
   }
+  ReloadRecord record;
+  record.source = source;
+  auto fail = [&](std::string error) {
+    record.result = ReloadResult::Failed;
+    record.generation = generation_;
+    record.error = std::move(error);
+    uint64_t id = reloads_.add(record);
+    MCRING_LOG(Error, "reload %llu (%s): rejected, generation %llu keeps serving: %s",
+               static_cast<unsigned long long>(id), source,
+               static_cast<unsigned long long>(generation_), record.error.c_str());
+  };
   config::LoadResult loaded = config::loadConfigFile(options_.config_path);
   if (!loaded.ok()) {
-    MCRING_LOG(Error, "reload (%s) rejected, keeping generation %llu:", source,
-               static_cast<unsigned long long>(topology_->generation));
+    std::string all;
     for (const auto& e : loaded.errors) {
-      MCRING_LOG(Error, "  %s", e.toString().c_str());
+      all += (all.empty() ? "" : "; ") + e.toString();
     }
+    fail(all);
     return;
   }
-  if (loaded.config->digest == topology_->digest) {
-    MCRING_LOG(Notice, "reload (%s): file unchanged, nothing to do", source);
+  if (loaded.config->digest == config_->digest) {
+    record.result = ReloadResult::Unchanged;
+    record.generation = generation_;
+    uint64_t id = reloads_.add(record);
+    MCRING_LOG(Info, "reload %llu (%s): file unchanged", static_cast<unsigned long long>(id),
+               source);
     return;
   }
   std::vector<std::string> errors;
   auto next = config::Topology::build(*loaded.config, generation_ + 1, &errors);
   if (!next) {
-    MCRING_LOG(Error, "reload (%s) rejected, keeping generation %llu:", source,
-               static_cast<unsigned long long>(topology_->generation));
+    std::string all;
     for (const auto& e : errors) {
-      MCRING_LOG(Error, "  %s", e.c_str());
+      all += (all.empty() ? "" : "; ") + options_.config_path + ": " + e;
     }
+    fail(all);
     return;
   }
   if (!syncListeners(*next)) {
-    MCRING_LOG(Error, "reload (%s) rejected: cannot open listeners", source);
+    fail("cannot open the new listeners (see above)");
     return;
   }
+  config::ConfigDiff diff = config::diffConfigs(*config_, *loaded.config);
   ++generation_;
   topology_ = next;
+  config_ = std::make_shared<const config::Config>(std::move(*loaded.config));
+  reporter_.setGeneration(generation_);
   for (auto& w : workers_) {
     w->postTopology(next);
   }
-  MCRING_LOG(Notice, "reload (%s): generation %llu applied", source,
-             static_cast<unsigned long long>(generation_));
+  record.result = ReloadResult::Applied;
+  record.generation = generation_;
+  record.diff = diff.summary();
+  uint64_t id = reloads_.add(record);
+  MCRING_LOG(Notice, "reload %llu (%s): generation %llu applied: %s",
+             static_cast<unsigned long long>(id), source,
+             static_cast<unsigned long long>(generation_), record.diff.c_str());
 }
 
 void Proxy::shutdown() {
@@ -154,6 +201,8 @@ void Proxy::shutdown() {
     _exit(0);
   }
   stopping_ = true;
+  watch_event_.reset();
+  debounce_.reset();
   MCRING_LOG(Notice, "shutting down: no new connections, finishing in-flight requests");
   listeners_.clear();
   for (auto& w : workers_) {

@@ -12,7 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "config/config.h"
+#include "config/file_watcher.h"
 #include "config/topology.h"
+#include "proxy/core/reload_history.h"
 #include "proxy/core/stats_reporter.h"
 #include "proxy/core/worker.h"
 #include "proxy/net/event_loop.h"
@@ -24,6 +27,8 @@ struct ProxyOptions {
   std::string config_path;
   int threads = 0;            // 0: one per core
   uint32_t shutdown_grace_ms = 10000;
+  bool watch_config = true;        // reload when the file changes on disk
+  uint32_t watch_debounce_ms = 200;
 };
 
 class Proxy {
@@ -36,8 +41,12 @@ class Proxy {
   // Runs until SIGTERM/SIGINT and the drain that follows. Returns the exit code.
   int run();
 
-  // Re-reads the config file; keeps the old snapshot if the new one is invalid.
+  // Re-reads the config file; keeps the old snapshot if the new one is invalid. Main thread.
   void reload(const char* source);
+  // Any thread: asks the main thread to reload (admin endpoint).
+  void requestReload(const char* source);
+
+  const ReloadHistory& reloads() const { return reloads_; }
 
  private:
   struct ListenerEntry {
@@ -54,6 +63,11 @@ class Proxy {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::map<std::string, ListenerEntry> listeners_;  // by pool name
   std::shared_ptr<const config::Topology> topology_;
+  std::shared_ptr<const config::Config> config_;
+  ReloadHistory reloads_;
+  config::FileWatcher watcher_;
+  std::unique_ptr<net::FdWatcher> watch_event_;
+  std::unique_ptr<net::Timer> debounce_;
   uint64_t generation_ = 0;
   size_t next_worker_ = 0;
   bool stopping_ = false;

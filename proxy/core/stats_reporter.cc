@@ -25,6 +25,10 @@ bool StatsReporter::render(std::string_view args, std::string* out) const {
   while (!args.empty() && args.back() == ' ') {
     args.remove_suffix(1);
   }
+  if (args == "reloads") {
+    renderReloads(out);
+    return true;
+  }
   if (!args.empty()) {
     out->assign("ERROR\r\n");
     return false;
@@ -51,8 +55,37 @@ bool StatsReporter::render(std::string_view args, std::string* out) const {
 #define MCRING_X(name, help) stat(#name, std::to_string(sum(&stats::WorkerCounters::name)));
   MCRING_WORKER_COUNTERS(MCRING_X)
 #undef MCRING_X
+  stat("config_generation", std::to_string(generation_.load(std::memory_order_relaxed)));
+  if (reloads_ != nullptr) {
+    stat("reloads", std::to_string(reloads_->attempts()));
+    stat("reload_failures", std::to_string(reloads_->failures()));
+    std::string last = reloads_->lastError();
+    if (!last.empty()) {
+      stat("reload_last_error", last);
+    }
+  }
   out->append("END\r\n");
   return true;
+}
+
+// `stats reloads`: one STAT line per recent attempt, oldest first:
+//   STAT reload:<id> time=<unix> source=<s> result=<r> generation=<g> diff="..." error="..."
+void StatsReporter::renderReloads(std::string* out) const {
+  if (reloads_ != nullptr) {
+    for (const ReloadRecord& r : reloads_->recent()) {
+      out->append("STAT reload:" + std::to_string(r.id) + " time=" + std::to_string(r.time) +
+                  " source=" + r.source + " result=" + reloadResultName(r.result) +
+                  " generation=" + std::to_string(r.generation));
+      if (!r.diff.empty()) {
+        out->append(" diff=\"" + r.diff + "\"");
+      }
+      if (!r.error.empty()) {
+        out->append(" error=\"" + r.error + "\"");
+      }
+      out->append("\r\n");
+    }
+  }
+  out->append("END\r\n");
 }
 
 }  // namespace mcring::core

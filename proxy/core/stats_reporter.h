@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/core/reload_history.h"
 #include "proxy/stats/counters.h"
 
 namespace mcring::core {
@@ -14,6 +15,8 @@ class StatsReporter {
  public:
   StatsReporter();
   void addWorker(const stats::WorkerCounters* counters) { workers_.push_back(counters); }
+  void setReloadHistory(const ReloadHistory* reloads) { reloads_ = reloads; }
+  void setGeneration(uint64_t g) { generation_.store(g, std::memory_order_relaxed); }
 
   // Writes the reply to `stats <args>` into *out ("STAT ...\r\n"... "END\r\n"). Returns false
   // (and an ERROR reply) for arguments it does not know, as memcached does.
@@ -24,7 +27,11 @@ class StatsReporter {
 
  private:
   std::vector<const stats::WorkerCounters*> workers_;
+  void renderReloads(std::string* out) const;
+
   uint64_t start_time_;  // wall clock seconds at start (uptime)
+  const ReloadHistory* reloads_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
 };
 
 }  // namespace mcring::core

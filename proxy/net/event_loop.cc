@@ -72,3 +72,14 @@ SignalWatcher::~SignalWatcher() { event_free(ev_); }
 void SignalWatcher::onSignal(int, short, void* arg) { static_cast<SignalWatcher*>(arg)->fn_(); }
 
 }  // namespace mcring::net
+
+namespace mcring::net {
+
+FdWatcher::FdWatcher(EventLoop& loop, int fd, std::function<void()> fn) : fn_(std::move(fn)) {
+  ev_ = event_new(loop.raw(), fd, EV_READ | EV_PERSIST, &FdWatcher::onReady, this);
+  event_add(ev_, nullptr);
+}
+FdWatcher::~FdWatcher() { event_free(ev_); }
+void FdWatcher::onReady(int, short, void* arg) { static_cast<FdWatcher*>(arg)->fn_(); }
+
+}  // namespace mcring::net

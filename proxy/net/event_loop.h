@@ -69,3 +69,21 @@ class SignalWatcher {
 void initThreading();
 
 }  // namespace mcring::net
+
+namespace mcring::net {
+
+// Calls fn on the loop's thread whenever fd is readable (inotify and similar descriptors).
+class FdWatcher {
+ public:
+  FdWatcher(EventLoop& loop, int fd, std::function<void()> fn);
+  ~FdWatcher();
+  FdWatcher(const FdWatcher&) = delete;
+  FdWatcher& operator=(const FdWatcher&) = delete;
+
+ private:
+  static void onReady(int, short, void* arg);
+  event* ev_ = nullptr;
+  std::function<void()> fn_;
+};
+
+}  // namespace mcring::net

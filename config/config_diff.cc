@@ -1,0 +1,178 @@
+// diffConfigs: pool- and server-level differences between two validated configs.
+#include "config/config_diff.h"
+
+#include <map>
+
+namespace mcring::config {
+namespace {
+
+void keyChange(std::vector<std::string>* out, const char* key, const std::string& a,
+               const std::string& b) {
+  if (a != b) {
+    out->push_back(std::string(key) + " " + a + "->" + b);
+  }
+}
+
+std::string str(bool b) { return b ? "true" : "false"; }
+template <typename T>
+std::string str(T v) {
+  return std::to_string(v);
+}
+
+PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
+  PoolDiff d;
+  d.pool = a.name;
+  std::map<std::string, const ServerConfig*> before;
+  std::map<std::string, const ServerConfig*> after;
+  for (const auto& s : a.servers) {
+    before[s.identity()] = &s;
+  }
+  for (const auto& s : b.servers) {
+    after[s.identity()] = &s;
+  }
+  for (const auto& [id, s] : after) {
+    auto it = before.find(id);
+    if (it == before.end()) {
+      d.servers_added.push_back(id);
+      continue;
+    }
+    if (it->second->spec.weight != s->spec.weight) {
+      d.servers_reweighted.push_back(id + " weight " + str(it->second->spec.weight) + "->" +
+                                     str(s->spec.weight));
+    }
+    if (it->second->spec.name != s->spec.name) {
+      d.servers_renamed.push_back(id + " name '" + it->second->spec.name + "'->'" +
+                                  s->spec.name + "'");
+    }
+  }
+  for (const auto& [id, s] : before) {
+    if (!after.count(id)) {
+      d.servers_removed.push_back(id);
+    }
+  }
+  if (d.servers_added.empty() && d.servers_removed.empty()) {
+    for (size_t i = 0; i < a.servers.size(); ++i) {
+      if (a.servers[i].identity() != b.servers[i].identity()) {
+        d.server_order_changed = true;
+        break;
+      }
+    }
+  }
+  auto& k = d.keys_changed;
+  keyChange(&k, "listen", a.listen.toString(), b.listen.toString());
+  keyChange(&k, "hash", std::string(routing::hashFunctionName(a.routing.hash)),
+            std::string(routing::hashFunctionName(b.routing.hash)));
+  keyChange(&k, "distribution", std::string(routing::distributionName(a.routing.distribution)),
+            std::string(routing::distributionName(b.routing.distribution)));
+  keyChange(&k, "ketama_compat", std::string(routing::ketamaCompatName(a.routing.ketama_compat)),
+            std::string(routing::ketamaCompatName(b.routing.ketama_compat)));
+  keyChange(&k, "hash_tag", a.routing.hash_tag, b.routing.hash_tag);
+  keyChange(&k, "timeout", str(a.timeout_ms), str(b.timeout_ms));
+  keyChange(&k, "server_connections", str(a.server_connections), str(b.server_connections));
+  keyChange(&k, "client_connections", str(a.client_connections), str(b.client_connections));
+  keyChange(&k, "auto_eject_hosts", str(a.auto_eject_hosts), str(b.auto_eject_hosts));
+  keyChange(&k, "server_retry_timeout", str(a.server_retry_timeout_ms),
+            str(b.server_retry_timeout_ms));
+  keyChange(&k, "server_failure_limit", str(a.server_failure_limit), str(b.server_failure_limit));
+  keyChange(&k, "item_size_max", str(a.item_size_max), str(b.item_size_max));
+  keyChange(&k, "allow_flush_all", str(a.allow_flush_all), str(b.allow_flush_all));
+  keyChange(&k, "max_multiget_keys", str(a.max_multiget_keys), str(b.max_multiget_keys));
+  keyChange(&k, "backlog", str(a.backlog), str(b.backlog));
+  keyChange(&k, "preconnect", str(a.preconnect), str(b.preconnect));
+  keyChange(&k, "tcpkeepalive", str(a.tcpkeepalive), str(b.tcpkeepalive));
+  return d;
+}
+
+void appendList(std::string* out, const char* label, const std::vector<std::string>& items) {
+  if (items.empty()) {
+    return;
+  }
+  if (!out->empty() && out->back() != ' ') {
+    out->append(", ");
+  }
+  out->append(label);
+  out->append(std::to_string(items.size()));
+  out->append(" (");
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) {
+      out->append(", ");
+    }
+    out->append(items[i]);
+  }
+  out->append(")");
+}
+
+}  // namespace
+
+bool ConfigDiff::serversChanged() const {
+  if (!pools_added.empty() || !pools_removed.empty()) {
+    return true;
+  }
+  for (const auto& p : pools_changed) {
+    if (!p.servers_added.empty() || !p.servers_removed.empty() || !p.servers_reweighted.empty() ||
+        !p.servers_renamed.empty() || p.server_order_changed) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string ConfigDiff::summary() const {
+  if (empty()) {
+    return "no change";
+  }
+  std::string out;
+  for (const auto& p : pools_changed) {
+    if (!out.empty()) {
+      out.append("; ");
+    }
+    out.append("pool '" + p.pool + "': ");
+    size_t start = out.size();
+    std::string body;
+    appendList(&body, "+servers ", p.servers_added);
+    appendList(&body, "-servers ", p.servers_removed);
+    appendList(&body, "reweighted ", p.servers_reweighted);
+    appendList(&body, "renamed ", p.servers_renamed);
+    if (p.server_order_changed) {
+      body.append(body.empty() ? "" : ", ");
+      body.append("server order changed");
+    }
+    appendList(&body, "keys ", p.keys_changed);
+    out.insert(start, body);
+  }
+  for (const auto& name : pools_added) {
+    out.append(out.empty() ? "" : "; ");
+    out.append("pool '" + name + "' added");
+  }
+  for (const auto& name : pools_removed) {
+    out.append(out.empty() ? "" : "; ");
+    out.append("pool '" + name + "' removed");
+  }
+  return out;
+}
+
+ConfigDiff diffConfigs(const Config& before, const Config& after) {
+  ConfigDiff diff;
+  std::map<std::string, const PoolConfig*> a;
+  for (const auto& p : before.pools) {
+    a[p.name] = &p;
+  }
+  for (const auto& p : after.pools) {
+    auto it = a.find(p.name);
+    if (it == a.end()) {
+      diff.pools_added.push_back(p.name);
+      continue;
+    }
+    PoolDiff d = diffPool(*it->second, p);
+    if (!d.empty()) {
+      diff.pools_changed.push_back(std::move(d));
+    }
+    a.erase(it);
+  }
+  for (const auto& [name, p] : a) {
+    diff.pools_removed.push_back(name);
+  }
+  return diff;
+}
+
+}  // namespace mcring::config

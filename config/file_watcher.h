@@ -1,0 +1,33 @@
+// Notices changes to the config file with inotify on its directory (and its symlink target's).
+//
+// Watching the directory rather than the file sees what editors and Kubernetes actually do:
+// rename a new file over the old one, or swap the ConfigMap's `..data` symlink. Any event is
+// only a hint; the proxy debounces, re-reads, and skips files whose digest did not change.
+// No libevent here: the proxy polls fd() with its loop.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mcring::config {
+
+class FileWatcher {
+ public:
+  FileWatcher() = default;
+  ~FileWatcher();
+  FileWatcher(const FileWatcher&) = delete;
+  FileWatcher& operator=(const FileWatcher&) = delete;
+
+  // Starts watching; false (and *error) if inotify is unavailable.
+  bool open(const std::string& config_path, std::string* error);
+  int fd() const { return fd_; }
+  // Reads pending events; true if any may concern the config file.
+  bool drain();
+
+ private:
+  void addWatch(const std::string& dir);
+  int fd_ = -1;
+  std::vector<std::string> dirs_;
+};
+
+}  // namespace mcring::config
