@@ -35,7 +35,8 @@ void usage(FILE* out) {
                "                          3 info, 4 debug\n"
                "  -o, --output FILE       log file (default: stderr)\n"
                "  -p, --pid-file FILE     write the process id to FILE\n"
-               "  -s, --stats-port PORT   admin/stats HTTP port (default: 22222)\n"
+               "  -s, --stats-port PORT   admin HTTP port: /metrics /stats /healthz, POST /reload\n"
+               "                          (default: 22222; 0 disables)\n"
                "  -a, --stats-addr ADDR   admin/stats HTTP address (default: 127.0.0.1)\n"
                "      --threads N         worker threads (default: number of cores)\n"
                "      --shutdown-grace MS time to finish in-flight requests on SIGTERM\n"
@@ -106,9 +107,11 @@ int main(int argc, char** argv) {
         pid_file = optarg;
         break;
       case 's':
+        options.admin_port = static_cast<uint16_t>(std::strtoul(optarg, nullptr, 10));
+        options.admin_port_explicit = true;
+        break;
       case 'a':
-        // The admin HTTP endpoint arrives with the observability work; accepted now so that
-        // twemproxy command lines keep working.
+        options.admin_address = optarg;
         break;
       case 'T':
         options.threads = std::atoi(optarg);

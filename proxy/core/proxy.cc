@@ -60,6 +60,21 @@ bool Proxy::start() {
   signals_.push_back(std::make_unique<net::SignalWatcher>(loop_, SIGINT, [this] { shutdown(); }));
   signals_.push_back(
       std::make_unique<net::SignalWatcher>(loop_, SIGHUP, [this] { reload("signal"); }));
+  if (options_.admin_port != 0) {
+    admin_ = std::make_unique<AdminEndpoint>(*this);
+    std::string error;
+    if (!admin_->open(loop_, options_.admin_address, options_.admin_port, &error)) {
+      admin_.reset();
+      if (options_.admin_port_explicit) {
+        MCRING_LOG(Error, "admin endpoint: %s", error.c_str());
+        return false;
+      }
+      MCRING_LOG(Warn, "admin endpoint disabled: %s", error.c_str());
+    } else {
+      MCRING_LOG(Notice, "admin endpoint on http://%s:%u/ (/metrics /stats /healthz)",
+                 options_.admin_address.c_str(), options_.admin_port);
+    }
+  }
   if (options_.watch_config) {
     std::string error;
     if (watcher_.open(options_.config_path, &error)) {

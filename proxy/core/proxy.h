@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "config/file_watcher.h"
 #include "config/topology.h"
+#include "proxy/core/admin_endpoint.h"
 #include "proxy/core/reload_history.h"
 #include "proxy/core/stats_reporter.h"
 #include "proxy/core/worker.h"
@@ -29,6 +30,11 @@ struct ProxyOptions {
   uint32_t shutdown_grace_ms = 10000;
   bool watch_config = true;        // reload when the file changes on disk
   uint32_t watch_debounce_ms = 200;
+  // Admin HTTP endpoint (twemproxy's stats port). Port 0 disables it. When the port was not
+  // given explicitly, failing to bind it is a warning rather than fatal.
+  std::string admin_address = "127.0.0.1";
+  uint16_t admin_port = 22222;
+  bool admin_port_explicit = false;
 };
 
 class Proxy {
@@ -47,6 +53,9 @@ class Proxy {
   void requestReload(const char* source);
 
   const ReloadHistory& reloads() const { return reloads_; }
+  const StatsReporter& reporter() const { return reporter_; }
+  uint64_t generation() const { return generation_; }
+  bool stopping() const { return stopping_; }
 
  private:
   struct ListenerEntry {
@@ -68,6 +77,7 @@ class Proxy {
   config::FileWatcher watcher_;
   std::unique_ptr<net::FdWatcher> watch_event_;
   std::unique_ptr<net::Timer> debounce_;
+  std::unique_ptr<AdminEndpoint> admin_;
   uint64_t generation_ = 0;
   size_t next_worker_ = 0;
   bool stopping_ = false;

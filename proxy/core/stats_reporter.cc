@@ -13,6 +13,10 @@ namespace mcring::core {
 
 StatsReporter::StatsReporter() : start_time_(static_cast<uint64_t>(time(nullptr))) {}
 
+uint64_t StatsReporter::uptime() const {
+  return static_cast<uint64_t>(time(nullptr)) - start_time_;
+}
+
 uint64_t StatsReporter::sum(std::atomic<uint64_t> stats::WorkerCounters::*field) const {
   uint64_t total = 0;
   for (const auto* w : workers_) {
@@ -52,7 +56,7 @@ bool StatsReporter::render(std::string_view args, std::string* out) const {
                 static_cast<long>(ru.ru_stime.tv_usec));
   stat("rusage_system", line);
   stat("threads", std::to_string(workers_.size()));
-#define MCRING_X(name, help) stat(#name, std::to_string(sum(&stats::WorkerCounters::name)));
+#define MCRING_X(name, kind, help) stat(#name, std::to_string(sum(&stats::WorkerCounters::name)));
   MCRING_WORKER_COUNTERS(MCRING_X)
 #undef MCRING_X
   stat("config_generation", std::to_string(generation_.load(std::memory_order_relaxed)));

@@ -22,6 +22,7 @@ class StatsReporter {
   // (and an ERROR reply) for arguments it does not know, as memcached does.
   bool render(std::string_view args, std::string* out) const;
 
+  uint64_t uptime() const;
   // Sum of one counter over all workers.
   uint64_t sum(std::atomic<uint64_t> stats::WorkerCounters::*field) const;
 

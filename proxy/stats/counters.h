@@ -9,32 +9,34 @@
 
 namespace mcring::stats {
 
-// One table: name, meaning. The `stats` command and exporters iterate it.
+// One table: name, kind (Counter only grows, Gauge goes up and down), meaning. The `stats` command and exporters iterate it.
 #define MCRING_WORKER_COUNTERS(X)                                              \
-  X(total_connections, "client connections accepted")                          \
-  X(curr_connections, "client connections open (gauge)")                      \
-  X(rejected_connections, "client connections refused by client_connections") \
-  X(cmd_get, "keys requested by get/gets/gat/gats")                           \
-  X(get_hits, "retrieval keys found")                                          \
-  X(get_misses, "retrieval keys not found")                                    \
-  X(cmd_set, "storage commands (set/add/replace/append/prepend/cas/ms)")       \
-  X(cmd_delete, "delete and md commands")                                      \
-  X(cmd_touch, "touch/gat/gats commands")                                      \
-  X(cmd_meta, "meta commands")                                                 \
-  X(cmd_other, "other forwarded commands")                                     \
-  X(cmd_flush, "flush_all commands")                                           \
-  X(client_errors, "requests answered with a CLIENT_ERROR or ERROR by the proxy") \
-  X(server_errors, "requests answered with SERVER_ERROR because of a backend fault") \
-  X(backend_requests, "requests sent to backends (multi-get fragments count each)") \
-  X(backend_connections, "backend connections open (gauge)")                   \
-  X(backend_connect_failures, "backend connect attempts that failed")          \
-  X(backend_timeouts, "backend connections reset because of a timeout")        \
-  X(backend_protocol_errors, "backend connections reset because of bad replies") \
-  X(bytes_read, "bytes read from clients")                                     \
-  X(bytes_written, "bytes written to clients")
+  X(total_connections, Counter, "client connections accepted")                          \
+  X(curr_connections, Gauge, "client connections open (gauge)")                      \
+  X(rejected_connections, Counter, "client connections refused by client_connections") \
+  X(cmd_get, Counter, "keys requested by get/gets/gat/gats")                           \
+  X(get_hits, Counter, "retrieval keys found")                                          \
+  X(get_misses, Counter, "retrieval keys not found")                                    \
+  X(cmd_set, Counter, "storage commands (set/add/replace/append/prepend/cas/ms)")       \
+  X(cmd_delete, Counter, "delete and md commands")                                      \
+  X(cmd_touch, Counter, "touch/gat/gats commands")                                      \
+  X(cmd_meta, Counter, "meta commands")                                                 \
+  X(cmd_other, Counter, "other forwarded commands")                                     \
+  X(cmd_flush, Counter, "flush_all commands")                                           \
+  X(client_errors, Counter, "requests answered with a CLIENT_ERROR or ERROR by the proxy") \
+  X(server_errors, Counter, "requests answered with SERVER_ERROR because of a backend fault") \
+  X(backend_requests, Counter, "requests sent to backends (multi-get fragments count each)") \
+  X(backend_connections, Gauge, "backend connections open (gauge)")                   \
+  X(backend_connect_failures, Counter, "backend connect attempts that failed")          \
+  X(backend_timeouts, Counter, "backend connections reset because of a timeout")        \
+  X(backend_protocol_errors, Counter, "backend connections reset because of bad replies") \
+  X(bytes_read, Counter, "bytes read from clients")                                     \
+  X(bytes_written, Counter, "bytes written to clients")
+
+enum class MetricKind : uint8_t { Counter, Gauge };
 
 struct WorkerCounters {
-#define MCRING_X(name, help) std::atomic<uint64_t> name{0};
+#define MCRING_X(name, kind, help) std::atomic<uint64_t> name{0};
   MCRING_WORKER_COUNTERS(MCRING_X)
 #undef MCRING_X
 };

@@ -1,0 +1,37 @@
+// The ketama distribution: the key hash looked up on the continuum of the chosen flavour.
+#include <memory>
+
+#include "proxy/routing/distributions.h"
+#include "proxy/routing/ketama_points.h"
+#include "proxy/routing/ketama_ring.h"
+
+namespace mcring::routing {
+namespace {
+
+class KetamaRouter final : public KeyHashingRouter {
+ public:
+  KetamaRouter(RouterOptions options, KetamaRing ring)
+      : KeyHashingRouter(std::move(options)), ring_(std::move(ring)) {}
+
+  uint32_t route(std::string_view key) const override { return ring_.lookup(hashOf(key)); }
+  size_t serverCount() const override { return ring_.serverCount(); }
+  std::vector<double> ownership() const override { return ring_.ownership(); }
+  size_t memoryBytes() const override { return sizeof(*this) + ring_.memoryBytes(); }
+
+ private:
+  KetamaRing ring_;
+};
+
+}  // namespace
+
+std::unique_ptr<const Router> makeKetamaRouter(std::span<const ServerSpec> servers,
+                                               const RouterOptions& options, std::string* error) {
+  std::vector<KetamaRing::Point> points = ketamaPoints(servers, options.ketama_compat, options.hash);
+  if (points.empty()) {
+    *error = "the ketama continuum would have no points";
+    return nullptr;
+  }
+  return std::make_unique<KetamaRouter>(options, KetamaRing::build(std::move(points), servers.size()));
+}
+
+}  // namespace mcring::routing
