@@ -70,6 +70,9 @@ std::string AdminEndpoint::metrics() const {
          std::to_string(rep.sum(&stats::WorkerCounters::name)));
   MCRING_WORKER_COUNTERS(MCRING_X)
 #undef MCRING_X
+  metric("mcring_rejected_connections_total", "counter",
+         "client connections turned away by a pool's client_connections limit",
+         std::to_string(rep.rejectedConnections()));
   metric("mcring_uptime_seconds", "gauge", "seconds since the proxy started",
          std::to_string(rep.uptime()));
   metric("mcring_config_generation", "gauge", "generation of the configuration in force",

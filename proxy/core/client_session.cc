@@ -45,10 +45,12 @@ bool startsWithRetrieval(std::string_view s) {
 
 }  // namespace
 
-ClientSession::ClientSession(Worker& worker, PoolRuntime& pool, uint64_t id)
-    : worker_(worker), pool_(&pool), id_(id) {}
+ClientSession::ClientSession(Worker& worker, PoolRuntime& pool, uint64_t id,
+                             std::shared_ptr<std::atomic<uint32_t>> open_count)
+    : worker_(worker), pool_(&pool), id_(id), open_count_(std::move(open_count)) {}
 
 ClientSession::~ClientSession() {
+  open_count_->fetch_sub(1, std::memory_order_relaxed);
   // Requests still owed by backends lose their session; they are recycled when answered.
   for (PendingRequest* r : fifo_) {
     r->session = nullptr;

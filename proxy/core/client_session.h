@@ -6,6 +6,7 @@
 // has too many requests outstanding, stops being read until it catches up. Worker-thread only.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -24,7 +25,8 @@ class Worker;
 
 class ClientSession : public net::ConnectionHandler {
  public:
-  ClientSession(Worker& worker, PoolRuntime& pool, uint64_t id);
+  ClientSession(Worker& worker, PoolRuntime& pool, uint64_t id,
+                std::shared_ptr<std::atomic<uint32_t>> open_count);
   ~ClientSession() override;
   bool attach(int fd);
 
@@ -63,6 +65,7 @@ class ClientSession : public net::ConnectionHandler {
   Worker& worker_;
   PoolRuntime* pool_;
   uint64_t id_;
+  std::shared_ptr<std::atomic<uint32_t>> open_count_;
   std::unique_ptr<net::TcpConnection> tcp_;
   std::deque<PendingRequest*> fifo_;
   protocol::Request req_;

@@ -2,6 +2,7 @@
 #include "proxy/core/proxy.h"
 
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <thread>
@@ -139,8 +140,24 @@ void Proxy::onAccept(const std::string& pool, int fd) {
     ::close(fd);
     return;
   }
+  auto& count = client_counts_[pool];
+  if (!count) {
+    count = std::make_shared<std::atomic<uint32_t>>(0);
+  }
+  const config::PoolTopology* topo = topology_->findPool(pool);
+  uint32_t limit = topo != nullptr ? topo->config.client_connections : 0;
+  if (limit != 0 && count->load(std::memory_order_relaxed) >= limit) {
+    // Accept-and-explain rather than refuse: the client sees why, in the protocol it speaks.
+    static constexpr char kMsg[] = "SERVER_ERROR too many connections\r\n";
+    ssize_t ignored = ::send(fd, kMsg, sizeof(kMsg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)ignored;
+    ::close(fd);
+    reporter_.countRejectedConnection();
+    return;
+  }
+  count->fetch_add(1, std::memory_order_relaxed);
   Worker& w = *workers_[next_worker_++ % workers_.size()];
-  w.postClient(fd, pool);
+  w.postClient(fd, pool, count);
 }
 
 void Proxy::requestReload(const char* source) {

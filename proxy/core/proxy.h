@@ -57,6 +57,7 @@ class Proxy {
   uint64_t generation() const { return generation_; }
   bool stopping() const { return stopping_; }
 
+
  private:
   struct ListenerEntry {
     std::string address;  // resolved address text, to notice listen changes
@@ -71,6 +72,8 @@ class Proxy {
   StatsReporter reporter_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::map<std::string, ListenerEntry> listeners_;  // by pool name
+  // Open client connections per pool, across workers (client_connections limit).
+  std::map<std::string, std::shared_ptr<std::atomic<uint32_t>>> client_counts_;
   std::shared_ptr<const config::Topology> topology_;
   std::shared_ptr<const config::Config> config_;
   ReloadHistory reloads_;

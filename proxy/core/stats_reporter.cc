@@ -59,6 +59,7 @@ bool StatsReporter::render(std::string_view args, std::string* out) const {
 #define MCRING_X(name, kind, help) stat(#name, std::to_string(sum(&stats::WorkerCounters::name)));
   MCRING_WORKER_COUNTERS(MCRING_X)
 #undef MCRING_X
+  stat("rejected_connections", std::to_string(rejectedConnections()));
   stat("config_generation", std::to_string(generation_.load(std::memory_order_relaxed)));
   if (reloads_ != nullptr) {
     stat("reloads", std::to_string(reloads_->attempts()));

@@ -17,6 +17,9 @@ class StatsReporter {
   void addWorker(const stats::WorkerCounters* counters) { workers_.push_back(counters); }
   void setReloadHistory(const ReloadHistory* reloads) { reloads_ = reloads; }
   void setGeneration(uint64_t g) { generation_.store(g, std::memory_order_relaxed); }
+  // Connections turned away by a pool's client_connections limit (counted on the main thread).
+  void countRejectedConnection() { rejected_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t rejectedConnections() const { return rejected_.load(std::memory_order_relaxed); }
 
   // Writes the reply to `stats <args>` into *out ("STAT ...\r\n"... "END\r\n"). Returns false
   // (and an ERROR reply) for arguments it does not know, as memcached does.
@@ -33,6 +36,7 @@ class StatsReporter {
   uint64_t start_time_;  // wall clock seconds at start (uptime)
   const ReloadHistory* reloads_ = nullptr;
   std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> rejected_{0};
 };
 
 }  // namespace mcring::core

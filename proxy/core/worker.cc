@@ -56,8 +56,11 @@ void Worker::run() {
   finished_.store(true, std::memory_order_release);
 }
 
-void Worker::postClient(int fd, std::string pool) {
-  loop_->post([this, fd, pool = std::move(pool)] { acceptClient(fd, pool); });
+void Worker::postClient(int fd, std::string pool,
+                        std::shared_ptr<std::atomic<uint32_t>> open_count) {
+  loop_->post([this, fd, pool = std::move(pool), open_count = std::move(open_count)]() mutable {
+    acceptClient(fd, pool, std::move(open_count));
+  });
 }
 
 void Worker::postTopology(std::shared_ptr<const config::Topology> topology) {
@@ -89,13 +92,15 @@ void Worker::checkShutdownDone() {
   }
 }
 
-void Worker::acceptClient(int fd, const std::string& pool_name) {
+void Worker::acceptClient(int fd, const std::string& pool_name,
+                          std::shared_ptr<std::atomic<uint32_t>> open_count) {
   auto it = pools_.find(pool_name);
   if (shutting_down_ || it == pools_.end() || it->second->removed) {
     ::close(fd);
+    open_count->fetch_sub(1, std::memory_order_relaxed);
     return;
   }
-  auto* session = new ClientSession(*this, *it->second, next_session_id_++);
+  auto* session = new ClientSession(*this, *it->second, next_session_id_++, std::move(open_count));
   if (!session->attach(fd)) {
     delete session;
     return;

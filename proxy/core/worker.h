@@ -32,7 +32,8 @@ class Worker {
   // --- any thread ---
   void start(std::shared_ptr<const config::Topology> topology);
   void join();
-  void postClient(int fd, std::string pool);
+  // `open_count` is the pool's open-connection count; the session decrements it when it ends.
+  void postClient(int fd, std::string pool, std::shared_ptr<std::atomic<uint32_t>> open_count);
   void postTopology(std::shared_ptr<const config::Topology> topology);
   // Stop reading new requests, finish in-flight ones, close; the loop ends when all sessions are
   // gone or after grace_ms.
@@ -55,7 +56,8 @@ class Worker {
  private:
   void run();
   void applyTopology(std::shared_ptr<const config::Topology> topology);
-  void acceptClient(int fd, const std::string& pool);
+  void acceptClient(int fd, const std::string& pool,
+                    std::shared_ptr<std::atomic<uint32_t>> open_count);
   void reapRetired();
   void reapDraining();
   void checkShutdownDone();

@@ -13,7 +13,6 @@ namespace mcring::stats {
 #define MCRING_WORKER_COUNTERS(X)                                              \
   X(total_connections, Counter, "client connections accepted")                          \
   X(curr_connections, Gauge, "client connections open (gauge)")                      \
-  X(rejected_connections, Counter, "client connections refused by client_connections") \
   X(cmd_get, Counter, "keys requested by get/gets/gat/gats")                           \
   X(get_hits, Counter, "retrieval keys found")                                          \
   X(get_misses, Counter, "retrieval keys not found")                                    \
