@@ -19,7 +19,9 @@ namespace {
 inline uint32_t signExtended(char c) {
   return static_cast<uint32_t>(static_cast<int32_t>(static_cast<signed char>(c)));
 }
-inline uint32_t unsignedByte(char c) { return static_cast<unsigned char>(c); }
+inline uint32_t unsignedByte(char c) {
+  return static_cast<unsigned char>(c);
+}
 
 // Reflected CRC-32 (poly 0xEDB88320) table, shared by crc32 and crc32a.
 constexpr std::array<uint32_t, 256> makeCrc32Table() {
@@ -146,7 +148,9 @@ uint32_t fnv1a_32(std::string_view key) {
   return hash;
 }
 
-inline uint32_t get16(const char* p) { return unsignedByte(p[1]) << 8 | unsignedByte(p[0]); }
+inline uint32_t get16(const char* p) {
+  return unsignedByte(p[1]) << 8 | unsignedByte(p[0]);
+}
 
 // Paul Hsieh's SuperFastHash. Only the third byte of a 3-byte tail is sign-extended (twemproxy
 // reads it through `char`), the rest through uint8_t.
@@ -233,7 +237,9 @@ uint32_t murmur(std::string_view key) {
   return h;
 }
 
-inline uint32_t rot(uint32_t x, int k) { return (x << k) | (x >> (32 - k)); }
+inline uint32_t rot(uint32_t x, int k) {
+  return (x << k) | (x >> (32 - k));
+}
 
 // lookup3's mix() and final(), one statement per line.
 inline void jenkinsMix(uint32_t& a, uint32_t& b, uint32_t& c) {
@@ -295,19 +301,44 @@ uint32_t jenkins(std::string_view key) {
     k += 12;
   }
   switch (length) {
-    case 12: c += static_cast<uint32_t>(k[11]) << 24; [[fallthrough]];
-    case 11: c += static_cast<uint32_t>(k[10]) << 16; [[fallthrough]];
-    case 10: c += static_cast<uint32_t>(k[9]) << 8; [[fallthrough]];
-    case 9: c += k[8]; [[fallthrough]];
-    case 8: b += static_cast<uint32_t>(k[7]) << 24; [[fallthrough]];
-    case 7: b += static_cast<uint32_t>(k[6]) << 16; [[fallthrough]];
-    case 6: b += static_cast<uint32_t>(k[5]) << 8; [[fallthrough]];
-    case 5: b += k[4]; [[fallthrough]];
-    case 4: a += static_cast<uint32_t>(k[3]) << 24; [[fallthrough]];
-    case 3: a += static_cast<uint32_t>(k[2]) << 16; [[fallthrough]];
-    case 2: a += static_cast<uint32_t>(k[1]) << 8; [[fallthrough]];
-    case 1: a += k[0]; break;
-    default: return c;  // zero length: no mixing
+    case 12:
+      c += static_cast<uint32_t>(k[11]) << 24;
+      [[fallthrough]];
+    case 11:
+      c += static_cast<uint32_t>(k[10]) << 16;
+      [[fallthrough]];
+    case 10:
+      c += static_cast<uint32_t>(k[9]) << 8;
+      [[fallthrough]];
+    case 9:
+      c += k[8];
+      [[fallthrough]];
+    case 8:
+      b += static_cast<uint32_t>(k[7]) << 24;
+      [[fallthrough]];
+    case 7:
+      b += static_cast<uint32_t>(k[6]) << 16;
+      [[fallthrough]];
+    case 6:
+      b += static_cast<uint32_t>(k[5]) << 8;
+      [[fallthrough]];
+    case 5:
+      b += k[4];
+      [[fallthrough]];
+    case 4:
+      a += static_cast<uint32_t>(k[3]) << 24;
+      [[fallthrough]];
+    case 3:
+      a += static_cast<uint32_t>(k[2]) << 16;
+      [[fallthrough]];
+    case 2:
+      a += static_cast<uint32_t>(k[1]) << 8;
+      [[fallthrough]];
+    case 1:
+      a += k[0];
+      break;
+    default:
+      return c;  // zero length: no mixing
   }
   jenkinsFinal(a, b, c);
   return c;
@@ -322,19 +353,32 @@ uint32_t xxh3(std::string_view key) {
 
 uint32_t hashKey(HashFunction h, std::string_view key) {
   switch (h) {
-    case HashFunction::OneAtATime: return oneAtATime(key);
-    case HashFunction::Md5: return md5(key);
-    case HashFunction::Crc16: return crc16(key);
-    case HashFunction::Crc32: return crc32(key);
-    case HashFunction::Crc32a: return crc32a(key);
-    case HashFunction::Fnv1_64: return fnv1_64(key);
-    case HashFunction::Fnv1a_64: return fnv1a_64(key);
-    case HashFunction::Fnv1_32: return fnv1_32(key);
-    case HashFunction::Fnv1a_32: return fnv1a_32(key);
-    case HashFunction::Hsieh: return hsieh(key);
-    case HashFunction::Murmur: return murmur(key);
-    case HashFunction::Jenkins: return jenkins(key);
-    case HashFunction::Xxh3: return xxh3(key);
+    case HashFunction::OneAtATime:
+      return oneAtATime(key);
+    case HashFunction::Md5:
+      return md5(key);
+    case HashFunction::Crc16:
+      return crc16(key);
+    case HashFunction::Crc32:
+      return crc32(key);
+    case HashFunction::Crc32a:
+      return crc32a(key);
+    case HashFunction::Fnv1_64:
+      return fnv1_64(key);
+    case HashFunction::Fnv1a_64:
+      return fnv1a_64(key);
+    case HashFunction::Fnv1_32:
+      return fnv1_32(key);
+    case HashFunction::Fnv1a_32:
+      return fnv1a_32(key);
+    case HashFunction::Hsieh:
+      return hsieh(key);
+    case HashFunction::Murmur:
+      return murmur(key);
+    case HashFunction::Jenkins:
+      return jenkins(key);
+    case HashFunction::Xxh3:
+      return xxh3(key);
   }
   return fnv1a_64(key);  // unreachable for valid enum values
 }

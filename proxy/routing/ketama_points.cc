@@ -86,8 +86,8 @@ uint32_t libketamaDigestCount(uint32_t weight, uint64_t total_weight, size_t ser
   // ketama.c: floorf(pct * 40.0 * (float)numservers): the product is double (40.0 is a double
   // literal), then narrowed to float for floorf.
   const float pct = static_cast<float>(weight) / static_cast<float>(total_weight);
-  const double product = static_cast<double>(pct) * 40.0 *
-                         static_cast<double>(static_cast<float>(server_count));
+  const double product =
+      static_cast<double>(pct) * 40.0 * static_cast<double>(static_cast<float>(server_count));
   return static_cast<uint32_t>(std::floor(static_cast<float>(product)));
 }
 

@@ -15,7 +15,8 @@ namespace mcring::routing {
 // KetamaRing::build for the tie rule). Point::server is the index into `servers`.
 //   Twemproxy:    160 points per server at equal weight, 4 per md5("<name>-<i>"), servers in
 //                 twemproxy's name order; <name> is twemproxyName(). Equals libmemcached's
-//                 KETAMA_WEIGHTED continuum.
+//                 KETAMA_WEIGHTED continuum. (A point string of 273+ bytes makes twemproxy read
+//                 past its buffer; we hash the whole string.)
 //   Libmemcached: all weights 1: libmemcached's CONSISTENT_KETAMA, 100 points per server, one per
 //                 string "<name>-<i>" hashed with `key_hash`; any weight > 1 switches it to its
 //                 weighted continuum (as memcached_server_add_with_weight does), i.e. the

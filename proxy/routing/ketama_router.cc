@@ -26,12 +26,14 @@ class KetamaRouter final : public KeyHashingRouter {
 
 std::unique_ptr<const Router> makeKetamaRouter(std::span<const ServerSpec> servers,
                                                const RouterOptions& options, std::string* error) {
-  std::vector<KetamaRing::Point> points = ketamaPoints(servers, options.ketama_compat, options.hash);
+  std::vector<KetamaRing::Point> points =
+      ketamaPoints(servers, options.ketama_compat, options.hash);
   if (points.empty()) {
     *error = "the ketama continuum would have no points";
     return nullptr;
   }
-  return std::make_unique<KetamaRouter>(options, KetamaRing::build(std::move(points), servers.size()));
+  return std::make_unique<KetamaRouter>(options,
+                                        KetamaRing::build(std::move(points), servers.size()));
 }
 
 }  // namespace mcring::routing

@@ -109,8 +109,10 @@ std::unique_ptr<const Router> makeMaglevRouter(std::span<const ServerSpec> serve
                                                const RouterOptions& options, std::string* error) {
   const uint32_t m = options.maglev_table_size;
   if (m > kMaxTableSize || !isPrime(m) || m <= servers.size()) {
-    *error = "maglev_table_size must be a prime larger than the number of servers (and at most "
-             "2^24), e.g. 65537; got " + std::to_string(m);
+    *error =
+        "maglev_table_size must be a prime larger than the number of servers (and at most "
+        "2^24), e.g. 65537; got " +
+        std::to_string(m);
     return nullptr;
   }
   return std::make_unique<MaglevRouter>(options, populate(servers, m), servers.size());

@@ -45,8 +45,8 @@ class RandomRouter final : public KeyHashingRouter {
     if (uniform_) {
       return static_cast<uint32_t>(draw / (total / cumulative_.size()));
     }
-    return static_cast<uint32_t>(
-        std::upper_bound(cumulative_.begin(), cumulative_.end(), draw) - cumulative_.begin());
+    return static_cast<uint32_t>(std::upper_bound(cumulative_.begin(), cumulative_.end(), draw) -
+                                 cumulative_.begin());
   }
 
   size_t serverCount() const override { return cumulative_.size(); }

@@ -35,12 +35,18 @@ std::unique_ptr<const Router> Router::build(std::span<const ServerSpec> servers,
     }
   }
   switch (options.distribution) {
-    case Distribution::Ketama: return makeKetamaRouter(servers, options, error);
-    case Distribution::Modula: return makeModulaRouter(servers, options, error);
-    case Distribution::Random: return makeRandomRouter(servers, options, error);
-    case Distribution::Jump: return makeJumpRouter(servers, options, error);
-    case Distribution::Rendezvous: return makeRendezvousRouter(servers, options, error);
-    case Distribution::Maglev: return makeMaglevRouter(servers, options, error);
+    case Distribution::Ketama:
+      return makeKetamaRouter(servers, options, error);
+    case Distribution::Modula:
+      return makeModulaRouter(servers, options, error);
+    case Distribution::Random:
+      return makeRandomRouter(servers, options, error);
+    case Distribution::Jump:
+      return makeJumpRouter(servers, options, error);
+    case Distribution::Rendezvous:
+      return makeRendezvousRouter(servers, options, error);
+    case Distribution::Maglev:
+      return makeMaglevRouter(servers, options, error);
   }
   *error = "unknown distribution";
   return nullptr;
