@@ -22,17 +22,16 @@ namespace {
 
 constexpr uint32_t bit(ReplyKind k) { return 1U << static_cast<uint32_t>(k); }
 
-// Meta 'q' hides the "nothing to report" replies of each command (protocol.txt): mg hides EN,
-// ms hides HD, md and ma hide HD and NF. Errors are always returned.
+// Meta 'q' hides the "nothing to report" reply of each command, as memcached 1.6 does: mg hides
+// EN, ms/md/ma hide HD. Everything else (NF, NS, EX, errors) is still returned.
 uint32_t quietMask(Command c) {
   switch (c) {
     case Command::MetaGet:
       return bit(ReplyKind::MetaMiss);
     case Command::MetaSet:
-      return bit(ReplyKind::MetaHit);
     case Command::MetaDelete:
     case Command::MetaArithmetic:
-      return bit(ReplyKind::MetaHit) | bit(ReplyKind::MetaNotFound);
+      return bit(ReplyKind::MetaHit);
     default:
       return 0;
   }
@@ -149,6 +148,13 @@ void ClientSession::processInput() {
       st = ParseStatus::Invalid;
     }
     if (st == ParseStatus::Invalid) {
+      if (req_.error == protocol::RequestError::TooLarge &&
+          (req_.command == Command::Set || req_.command == Command::MetaSet) &&
+          !req_.keys.empty()) {
+        // memcached unlinks the old value when a set is too large (so no stale value
+        // survives a write the client believes failed); do the same on the key's backend.
+        invalidateKey(line);
+      }
       in.drain(std::min<size_t>(req_.line_length == 0 ? nl + 1 : req_.line_length, in.size()));
       swallow_ = req_.swallow_length;
       rejectRequest(req_);
@@ -163,6 +169,7 @@ void ClientSession::processInput() {
         in.drain(need);
         protocol::Request bad;
         bad.error = protocol::RequestError::BadDataChunk;
+        bad.noreply = req_.noreply;
         rejectRequest(bad);
         continue;
       }
@@ -200,6 +207,12 @@ void ClientSession::rejectRequest(const protocol::Request& req) {
   PendingRequest* r = newRequest();
   std::string reply(protocol::requestErrorText(req.error));
   reply += "\r\n";
+  // memcached sends these two through out_string(), which noreply silences; the other errors
+  // are sent even with noreply.
+  if (req.noreply && (req.error == protocol::RequestError::TooLarge ||
+                      req.error == protocol::RequestError::BadDataChunk)) {
+    reply.clear();
+  }
   r->close_after = req.close;
   if (req.close) {
     closing_ = true;
@@ -207,6 +220,25 @@ void ClientSession::rejectRequest(const protocol::Request& req) {
                std::string(protocol::requestErrorName(req.error)).c_str());
   }
   completeWith(r, reply);
+}
+
+void ClientSession::invalidateKey(std::string_view line) {
+  BackendServer* server = pool_->by_index[pool_->route(req_.routingKey(line, 0))];
+  BackendConnection* conn = server->connectionFor(id_);
+  if (conn == nullptr) {
+    return;
+  }
+  // Its reply (HD or NF) is nobody's business: a noreply request with no FIFO slot of its own
+  // would break ordering, so it rides in a detached request that is never flushed.
+  PendingRequest* r = worker_.requests().acquire();
+  r->refs = 1;
+  r->noreply = true;
+  net::Buffer& out = conn->output();
+  out.append("md ");
+  out.append(req_.keys[0].in(line));
+  out.append(req_.key_base64 ? " b\r\n" : "\r\n");
+  conn->expect(r, 0, Delivery::Direct, Expect::OneUnit);
+  worker_.requests().release(r);  // the backend's reference keeps it until the reply
 }
 
 void ClientSession::dispatch(std::string_view line) {

@@ -53,6 +53,7 @@ class ClientSession : public net::ConnectionHandler {
   void dispatchMultiget(std::string_view line);
   void dispatchFlushAll(std::string_view line);
   void answerLocal(std::string_view line);
+  void invalidateKey(std::string_view line);
   PendingRequest* newRequest();
   void completeWith(PendingRequest* r, std::string_view reply);
   void rejectRequest(const protocol::Request& req);
