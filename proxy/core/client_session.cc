@@ -474,31 +474,30 @@ void ClientSession::dispatchFlushAll(std::string_view line) {
 
 void ClientSession::answerLocal(std::string_view line) {
   PendingRequest* r = newRequest();
-  tcp_->input().drain(req_.line_length);
+  // Build the reply while `line` (a view into the input buffer) is still valid.
+  std::string out;
   switch (req_.command) {
     case Command::Version:
-      completeWith(r, "VERSION " MCRING_PROTOCOL_VERSION "\r\n");
-      return;
+      out = "VERSION " MCRING_PROTOCOL_VERSION "\r\n";
+      break;
     case Command::Verbosity:
-      completeWith(r, req_.noreply ? "" : "OK\r\n");
-      return;
+      out = req_.noreply ? "" : "OK\r\n";
+      break;
     case Command::Quit:
       r->close_after = true;
       closing_ = true;
-      completeWith(r, "");
-      return;
-    case Command::Stats: {
-      std::string out;
+      break;
+    case Command::Stats:
       if (!worker_.reporter().render(req_.args.in(line), &out)) {
         stats::bump(worker_.counters().client_errors);
       }
-      completeWith(r, out);
-      return;
-    }
+      break;
     default:
-      completeWith(r, "ERROR\r\n");
-      return;
+      out = "ERROR\r\n";
+      break;
   }
+  tcp_->input().drain(req_.line_length);
+  completeWith(r, out);
 }
 
 void ClientSession::onRequestComplete(PendingRequest* r) {

@@ -1,0 +1,34 @@
+// Picks which key a request touches: uniform, or Zipf-distributed over the key space.
+#pragma once
+
+#include <cstdint>
+
+#include "bench/mcring_bench/rng.h"
+
+namespace mcring::bench {
+
+// Zipf uses rejection-inversion sampling (Hörmann & Derflinger 1996): O(1) time and memory per
+// draw whatever the key space, where a precomputed CDF would cost 8 bytes per key. Rank 1 (the
+// hottest) is key index 0. Immutable after construction, so threads share one.
+class KeyChooser {
+ public:
+  // zipf_exponent <= 0 means uniform.
+  KeyChooser(uint64_t keys, double zipf_exponent);
+
+  uint64_t next(Rng& rng) const { return zipf_ ? nextZipf(rng) - 1 : rng.below(keys_); }
+
+ private:
+  uint64_t nextZipf(Rng& rng) const;
+  double h(double x) const;
+  double hIntegral(double x) const;
+  double hIntegralInverse(double x) const;
+
+  uint64_t keys_;
+  bool zipf_;
+  double exponent_;
+  double h_integral_x1_ = 0;
+  double h_integral_n_ = 0;
+  double s_ = 0;
+};
+
+}  // namespace mcring::bench
