@@ -11,6 +11,7 @@
 
 #include "config/config.h"
 #include "mcring_version.h"
+#include "proxy/cli/plan_command.h"
 #include "proxy/cli/route_command.h"
 #include "proxy/common/log.h"
 #include "proxy/core/proxy.h"
@@ -27,6 +28,8 @@ void usage(FILE* out) {
                "Usage: mcring [options]            run the proxy\n"
                "       mcring route -c FILE [--pool NAME] [KEY ...]\n"
                "                                   print the server each key routes to\n"
+               "       mcring plan OLD.yml NEW.yml [--pool NAME] [--json]\n"
+               "                                   predict the keys a config change moves\n"
                "\n"
                "Options:\n"
                "  -c, --conf-file FILE    configuration file (default: %s)\n"
@@ -67,6 +70,9 @@ int testConfig(const std::string& path) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "route") == 0) {
     return mcring::cli::runRouteCommand(argc - 1, argv + 1);
+  }
+  if (argc > 1 && std::strcmp(argv[1], "plan") == 0) {
+    return mcring::cli::runPlanCommand(argc - 1, argv + 1);
   }
 
   mcring::core::ProxyOptions options;

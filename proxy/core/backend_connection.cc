@@ -2,6 +2,7 @@
 #include "proxy/core/backend_connection.h"
 
 #include <cstring>
+#include <ctime>
 
 #include "proxy/common/log.h"
 #include "proxy/core/backend_server.h"
@@ -12,6 +13,16 @@
 namespace mcring::core {
 
 using protocol::ReplyKind;
+
+namespace {
+
+uint64_t monotonicMicros() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000ULL + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+}  // namespace
 
 BackendConnection::BackendConnection(BackendServer& server) : server_(server) {}
 
@@ -40,10 +51,13 @@ bool BackendConnection::ensureConnected() {
 }
 
 void BackendConnection::expect(PendingRequest* r, uint32_t fragment, Delivery delivery,
-                               Expect e) {
+                               Expect e, uint64_t bytes) {
   ++r->refs;
-  inflight_.push_back(InFlight{r, fragment, delivery, e});
+  inflight_.push_back(InFlight{r, fragment, delivery, e, monotonicMicros()});
   stats::bump(server_.worker().counters().backend_requests);
+  stats::BackendStats& bs = server_.stats();
+  stats::bump(bs.requests);
+  stats::bump(bs.bytes_sent, bytes);
   if (!timeout_armed_) {
     updateTimeout();
   }
@@ -67,6 +81,7 @@ void BackendConnection::updateTimeout() {
 void BackendConnection::onConnected() {
   state_ = State::Connected;
   stats::bump(server_.worker().counters().backend_connections);
+  stats::bump(server_.stats().connections);
   server_.onConnected();
   updateTimeout();
 }
@@ -107,6 +122,7 @@ void BackendConnection::onReadable() {
       }
     }
     InFlight& f = inflight_.front();
+    stats::bump(server_.stats().bytes_received, total);
     Step step = deliver(f, rep, line);
     if (step == Step::Desync) {
       abort(BackendFailure::ProtocolError);
@@ -116,6 +132,8 @@ void BackendConnection::onReadable() {
     if (step == Step::Done) {
       InFlight done = f;
       inflight_.pop_front();
+      uint64_t now = monotonicMicros();
+      server_.stats().latency.record(now > done.sent_us ? now - done.sent_us : 0);
       finish(done);
     }
   }
@@ -142,6 +160,10 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat) {
           return Step::Desync;
         }
+        if (r->command == protocol::Command::MetaGet) {
+          bool hit = rep.kind == ReplyKind::MetaValue || rep.kind == ReplyKind::MetaHit;
+          stats::bump(hit ? server_.stats().get_hits : server_.stats().get_misses);
+        }
         if ((r->noreply && !rep.isError()) || r->suppressed(rep.kind)) {
           in.drain(n);
         } else {
@@ -157,8 +179,11 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       if (rep.kind == ReplyKind::End || rep.isError()) {
         in.moveTo(r->reply, n);
         auto& c = server_.worker().counters();
+        uint64_t misses = r->key_count > hits_in_reply_ ? r->key_count - hits_in_reply_ : 0;
         stats::bump(c.get_hits, hits_in_reply_);
-        stats::bump(c.get_misses, r->key_count > hits_in_reply_ ? r->key_count - hits_in_reply_ : 0);
+        stats::bump(c.get_misses, misses);
+        stats::bump(server_.stats().get_hits, hits_in_reply_);
+        stats::bump(server_.stats().get_misses, misses);
         hits_in_reply_ = 0;
         return Step::Done;
       }
@@ -172,7 +197,9 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
           if (multigetKey(*r, idx) == key) {
             r->key_hit_length[idx] = n;
             in.moveTo(fr.values, n);
+            ++fr.hits;
             stats::bump(server_.worker().counters().get_hits);
+            stats::bump(server_.stats().get_hits);
             return Step::More;
           }
         }
@@ -180,6 +207,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       }
       if (rep.kind == ReplyKind::End) {
         in.drain(n);
+        stats::bump(server_.stats().get_misses, fr.key_indices.size() - fr.hits);
         return Step::Done;
       }
       if (rep.isError()) {
@@ -231,6 +259,9 @@ void BackendConnection::failAll(BackendFailure why) {
   failed.swap(inflight_);
   hits_in_reply_ = 0;
   auto& c = server_.worker().counters();
+  if (!failed.empty()) {
+    server_.countFailure(why, failed.size());
+  }
   for (InFlight& f : failed) {
     PendingRequest* r = f.req;
     if (f.delivery == Delivery::Direct) {
@@ -256,6 +287,7 @@ void BackendConnection::abort(BackendFailure why) {
   }
   if (state_ == State::Connected) {
     stats::drop(server_.worker().counters().backend_connections);
+    stats::drop(server_.stats().connections);
   }
   state_ = State::Closed;
   timeout_armed_ = false;
@@ -272,6 +304,7 @@ void BackendConnection::onClosed(net::CloseReason reason, int error) {
   if (reason == net::CloseReason::Timeout) {
     why = BackendFailure::Timeout;
     stats::bump(server_.worker().counters().backend_timeouts);
+    stats::bump(server_.stats().timeouts);
   } else if (state_ == State::Connecting) {
     why = BackendFailure::ConnectFailed;
     stats::bump(server_.worker().counters().backend_connect_failures);

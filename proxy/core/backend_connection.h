@@ -39,8 +39,10 @@ class BackendConnection : public net::ConnectionHandler {
   bool ensureConnected();
   // Where to write a request; valid after ensureConnected() returned true.
   net::Buffer& output() { return tcp_->output(); }
-  // Records that the request just written expects a reply; takes one reference on `r`.
-  void expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect expect);
+  // Records that the request just written (`bytes` long) expects a reply; takes one reference
+  // on `r`.
+  void expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect expect,
+              uint64_t bytes);
 
   // Fails everything in flight and closes (used on reload drain timeouts and shutdown).
   void abort(BackendFailure why);
@@ -55,6 +57,7 @@ class BackendConnection : public net::ConnectionHandler {
     uint32_t fragment;
     Delivery delivery;
     Expect expect;
+    uint64_t sent_us;
   };
   // Result of handing one reply unit to the head expectation.
   enum class Step : uint8_t { More, Done, Desync };

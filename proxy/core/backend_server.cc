@@ -24,14 +24,42 @@ constexpr uint32_t kBackoffMaxMs = 1000;
 }  // namespace
 
 BackendServer::BackendServer(Worker& worker, PoolRuntime& pool, std::string identity,
-                             common::SocketAddress address, uint32_t connections)
+                             std::string name, common::SocketAddress address,
+                             uint32_t connections)
     : worker_(worker), pool_(&pool), identity_(std::move(identity)), address_(address) {
+  stats_ = worker_.backendStats().add(pool.name, identity_, name);
   if (connections == 0) {
     connections = 1;
   }
   connections_.reserve(connections);
   for (uint32_t i = 0; i < connections; ++i) {
     connections_.push_back(std::make_unique<BackendConnection>(*this));
+  }
+}
+
+BackendServer::~BackendServer() {
+  connections_.clear();  // may still count into stats_
+  worker_.backendStats().remove(stats_.get());
+}
+
+void BackendServer::countFailure(BackendFailure why, uint64_t n) {
+  stats::bump(stats_->errors, n);
+  switch (why) {
+    case BackendFailure::ConnectFailed:
+      stats::bump(stats_->err_connect_failed, n);
+      break;
+    case BackendFailure::ConnectionClosed:
+      stats::bump(stats_->err_connection_closed, n);
+      break;
+    case BackendFailure::Timeout:
+      stats::bump(stats_->err_timeout, n);
+      break;
+    case BackendFailure::ProtocolError:
+      stats::bump(stats_->err_protocol_error, n);
+      break;
+    case BackendFailure::Unavailable:
+      stats::bump(stats_->err_unavailable, n);
+      break;
   }
 }
 

@@ -11,6 +11,7 @@
 
 #include "proxy/common/socket_address.h"
 #include "proxy/core/backend_connection.h"
+#include "proxy/stats/backend_stats.h"
 
 namespace mcring::core {
 
@@ -19,8 +20,9 @@ struct PoolRuntime;
 
 class BackendServer {
  public:
-  BackendServer(Worker& worker, PoolRuntime& pool, std::string identity,
+  BackendServer(Worker& worker, PoolRuntime& pool, std::string identity, std::string name,
                 common::SocketAddress address, uint32_t connections);
+  ~BackendServer();
 
   // The connection a client session uses (sessions stick to one, so one client's requests to
   // this server stay in order). nullptr while the server is backing off after a failure.
@@ -39,6 +41,9 @@ class BackendServer {
   PoolRuntime& pool() { return *pool_; }
   void setPool(PoolRuntime& pool) { pool_ = &pool; }
   BackendFailure lastFailure() const { return last_failure_; }
+  stats::BackendStats& stats() { return *stats_; }
+  // Counts n requests that failed because of this server.
+  void countFailure(BackendFailure why, uint64_t n = 1);
 
  private:
   Worker& worker_;
@@ -49,6 +54,7 @@ class BackendServer {
   uint64_t retry_at_ns_ = 0;     // no new connect before this (capped exponential backoff)
   uint32_t backoff_ms_ = 0;
   BackendFailure last_failure_ = BackendFailure::Unavailable;
+  std::shared_ptr<stats::BackendStats> stats_;
 };
 
 }  // namespace mcring::core

@@ -237,7 +237,7 @@ void ClientSession::invalidateKey(std::string_view line) {
   out.append("md ");
   out.append(req_.keys[0].in(line));
   out.append(req_.key_base64 ? " b\r\n" : "\r\n");
-  conn->expect(r, 0, Delivery::Direct, Expect::OneUnit);
+  conn->expect(r, 0, Delivery::Direct, Expect::OneUnit, req_.keys[0].length + 5);
   worker_.requests().release(r);  // the backend's reference keeps it until the reply
 }
 
@@ -300,19 +300,23 @@ void ClientSession::dispatchKeyed(std::string_view line) {
     r->noreply = req_.noreply;
   }
   net::Buffer& in = tcp_->input();
-  uint32_t index = pool_->route(req_.routingKey(line, 0));
-  BackendServer* server = pool_->by_index[index];
+  std::string_view key = req_.routingKey(line, 0);
+  BackendServer* server = pool_->by_index[pool_->route(key)];
+  countForBackend(*server, key);
   BackendConnection* conn = server->connectionFor(id_);
   if (conn == nullptr) {
     in.drain(consumedLength());
     stats::bump(counters.server_errors);
+    server->countFailure(server->lastFailure());
     completeWith(r, r->noreply ? std::string_view() : backendFailureReply(server->lastFailure()));
     return;
   }
   net::Buffer& out = conn->output();
+  uint64_t sent = consumedLength();
   if (req_.noreply_token.empty()) {
     in.moveTo(out, consumedLength());
   } else {
+    sent -= req_.noreply_token.length;
     // The proxy always reads the backend's reply (to stay in sync) and drops it itself.
     const protocol::Span& t = req_.noreply_token;
     out.append(line.substr(0, t.offset));
@@ -322,7 +326,37 @@ void ClientSession::dispatchKeyed(std::string_view line) {
       in.moveTo(out, req_.value_length + 2);
     }
   }
-  conn->expect(r, 0, Delivery::Direct, Expect::OneUnit);
+  conn->expect(r, 0, Delivery::Direct, Expect::OneUnit, sent);
+}
+
+// Per-backend accounting of one keyed request: command kind and the key's distinct-key sketch.
+void ClientSession::countForBackend(BackendServer& server, std::string_view key) {
+  stats::BackendStats& bs = server.stats();
+  switch (protocol::commandClass(req_.command)) {
+    case CommandClass::Retrieval:
+      stats::bump(bs.get_keys);
+      break;
+    case CommandClass::Storage:
+      stats::bump(bs.stores);
+      break;
+    default:
+      switch (req_.command) {
+        case Command::MetaGet:
+          stats::bump(bs.get_keys);
+          break;
+        case Command::MetaSet:
+          stats::bump(bs.stores);
+          break;
+        case Command::Delete:
+        case Command::MetaDelete:
+          stats::bump(bs.deletes);
+          break;
+        default:
+          stats::bump(bs.other_commands);
+          break;
+      }
+  }
+  bs.keys.addKey(key);
 }
 
 void ClientSession::dispatchRetrieval(std::string_view line) {
@@ -346,15 +380,19 @@ void ClientSession::dispatchRetrieval(std::string_view line) {
   PendingRequest* r = newRequest();
   r->key_count = static_cast<uint32_t>(n);
   BackendServer* server = pool_->by_index[routes_[0]];
+  for (size_t i = 0; i < n; ++i) {
+    countForBackend(*server, req_.keys[i].in(line));
+  }
   BackendConnection* conn = server->connectionFor(id_);
   if (conn == nullptr) {
     tcp_->input().drain(req_.line_length);
     stats::bump(counters.server_errors);
+    server->countFailure(server->lastFailure());
     completeWith(r, backendFailureReply(server->lastFailure()));
     return;
   }
   tcp_->input().moveTo(conn->output(), req_.line_length);
-  conn->expect(r, 0, Delivery::Direct, Expect::Retrieval);
+  conn->expect(r, 0, Delivery::Direct, Expect::Retrieval, req_.line_length);
 }
 
 void ClientSession::dispatchMultiget(std::string_view line) {
@@ -382,6 +420,7 @@ void ClientSession::dispatchMultiget(std::string_view line) {
       ++count;
     }
     uint32_t f = static_cast<uint32_t>(fragment_of_[s]);
+    countForBackend(*pool_->by_index[s], req_.keys[i].in(line));
     r->key_fragment[i] = f;
     r->fragments[f].key_indices.push_back(static_cast<uint32_t>(i));
   }
@@ -400,6 +439,7 @@ void ClientSession::dispatchMultiget(std::string_view line) {
     BackendConnection* conn = server->connectionFor(id_);
     if (conn == nullptr) {
       frag.done = true;
+      server->countFailure(server->lastFailure());
       if (!r->failed) {
         r->failed = true;
         r->error_line.assign(backendFailureReply(server->lastFailure()));
@@ -408,6 +448,7 @@ void ClientSession::dispatchMultiget(std::string_view line) {
       continue;
     }
     net::Buffer& out = conn->output();
+    size_t before = out.size();
     out.append(name);
     if (!exptime.empty()) {
       out.append(" ");
@@ -418,7 +459,7 @@ void ClientSession::dispatchMultiget(std::string_view line) {
       out.append(multigetKey(*r, idx));
     }
     out.append("\r\n");
-    conn->expect(r, f, Delivery::Fragment, Expect::Retrieval);
+    conn->expect(r, f, Delivery::Fragment, Expect::Retrieval, out.size() - before);
   }
   if (failed_now > 0) {
     stats::bump(counters.server_errors);
@@ -453,7 +494,9 @@ void ClientSession::dispatchFlushAll(std::string_view line) {
   for (uint32_t s = 0; s < count; ++s) {
     BackendServer* server = pool_->by_index[s];
     BackendConnection* conn = server->connectionFor(id_);
+    stats::bump(server->stats().other_commands);
     if (conn == nullptr) {
+      server->countFailure(server->lastFailure());
       if (!r->failed) {
         r->failed = true;
         r->error_line.assign(backendFailureReply(server->lastFailure()));
@@ -462,7 +505,7 @@ void ClientSession::dispatchFlushAll(std::string_view line) {
       continue;
     }
     conn->output().append(forward);
-    conn->expect(r, s, Delivery::Broadcast, Expect::OneUnit);
+    conn->expect(r, s, Delivery::Broadcast, Expect::OneUnit, forward.size());
   }
   if (failed_now > 0) {
     r->fragments_left -= failed_now;

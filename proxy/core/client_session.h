@@ -21,6 +21,7 @@
 
 namespace mcring::core {
 
+class BackendServer;
 class Worker;
 
 class ClientSession : public net::ConnectionHandler {
@@ -54,6 +55,7 @@ class ClientSession : public net::ConnectionHandler {
   void dispatchFlushAll(std::string_view line);
   void answerLocal(std::string_view line);
   void invalidateKey(std::string_view line);
+  void countForBackend(BackendServer& server, std::string_view key);
   PendingRequest* newRequest();
   void completeWith(PendingRequest* r, std::string_view reply);
   void rejectRequest(const protocol::Request& req);

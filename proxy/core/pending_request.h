@@ -29,6 +29,7 @@ struct Fragment {
   uint32_t server = 0;                 // index in the pool's server list
   std::vector<uint32_t> key_indices;   // client key positions sent to this backend, in order
   uint32_t next_match = 0;             // next position in key_indices a VALUE may match
+  uint32_t hits = 0;                   // VALUE units matched
   net::Buffer values;                  // VALUE units received, in key order
   bool done = false;
 };
@@ -80,6 +81,7 @@ struct PendingRequest {
       Fragment& f = fragments[i];
       f.key_indices.clear();
       f.next_match = 0;
+      f.hits = 0;
       f.values.drain(f.values.size());
       f.done = false;
     }

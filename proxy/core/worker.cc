@@ -160,6 +160,7 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
         continue;
       } else {
         server = std::make_unique<BackendServer>(*this, *runtime, identity,
+                                                 servers[i].displayName(),
                                                  pool_topo->server_addresses[i],
                                                  pool_topo->config.server_connections);
       }

@@ -17,6 +17,7 @@
 #include "proxy/core/pending_request.h"
 #include "proxy/core/pool_runtime.h"
 #include "proxy/net/event_loop.h"
+#include "proxy/stats/backend_stats.h"
 #include "proxy/stats/counters.h"
 
 namespace mcring::core {
@@ -39,6 +40,7 @@ class Worker {
   // gone or after grace_ms.
   void postShutdown(uint32_t grace_ms);
   const stats::WorkerCounters& counters() const { return counters_; }
+  const stats::BackendStatsList& backendStats() const { return backend_stats_; }
   // The loop has returned (after shutdown).
   bool finished() const { return finished_.load(std::memory_order_acquire); }
 
@@ -47,6 +49,7 @@ class Worker {
   net::EventLoop& loop() { return *loop_; }
   RequestPool& requests() { return requests_; }
   stats::WorkerCounters& counters() { return counters_; }
+  stats::BackendStatsList& backendStats() { return backend_stats_; }
   const StatsReporter& reporter() const { return reporter_; }
   // Deferred destruction: a session ends itself from inside its own callbacks.
   void retire(ClientSession* session);
@@ -75,6 +78,7 @@ class Worker {
   std::unique_ptr<net::Timer> grace_timer_;
   RequestPool requests_;
   stats::WorkerCounters counters_;
+  stats::BackendStatsList backend_stats_;
   uint64_t next_session_id_ = 0;
   bool shutting_down_ = false;
   std::atomic<bool> finished_{false};

@@ -29,6 +29,9 @@ class JumpRouter final : public KeyHashingRouter {
   uint32_t route(std::string_view key) const override {
     return jumpConsistentHash(hashOf(key), static_cast<int64_t>(server_count_));
   }
+  uint32_t routeHash(uint32_t hash) const override {
+    return jumpConsistentHash(hash, static_cast<int64_t>(server_count_));
+  }
   size_t serverCount() const override { return server_count_; }
 
   // Jump gives each bucket 1/N of uniformly spread keys by construction; that is what we report

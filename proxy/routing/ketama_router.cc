@@ -14,6 +14,16 @@ class KetamaRouter final : public KeyHashingRouter {
       : KeyHashingRouter(std::move(options)), ring_(std::move(ring)) {}
 
   uint32_t route(std::string_view key) const override { return ring_.lookup(hashOf(key)); }
+  uint32_t routeHash(uint32_t hash) const override { return ring_.lookup(hash); }
+  std::vector<RingPoint> ringPoints() const override {
+    const std::vector<uint32_t> values = ring_.values();
+    std::vector<RingPoint> points;
+    points.reserve(values.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      points.push_back({values[i], ring_.ownerAt(i)});
+    }
+    return points;
+  }
   size_t serverCount() const override { return ring_.serverCount(); }
   std::vector<double> ownership() const override { return ring_.ownership(); }
   size_t memoryBytes() const override { return sizeof(*this) + ring_.memoryBytes(); }

@@ -78,6 +78,8 @@ class MaglevRouter final : public KeyHashingRouter {
         server_count_(server_count) {}
 
   uint32_t route(std::string_view key) const override { return table_[hashOf(key) % size_]; }
+  uint32_t routeHash(uint32_t hash) const override { return table_[hash % size_]; }
+  std::span<const uint32_t> slotTable() const override { return table_; }
   size_t serverCount() const override { return server_count_; }
 
   // Exact from the table: slot s receives floor((2^32 - 1 - s) / M) + 1 of the hash values.

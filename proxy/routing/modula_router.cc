@@ -21,6 +21,8 @@ class ModulaRouter final : public KeyHashingRouter {
         server_count_(server_count) {}
 
   uint32_t route(std::string_view key) const override { return slots_[hashOf(key) % slot_count_]; }
+  uint32_t routeHash(uint32_t hash) const override { return slots_[hash % slot_count_]; }
+  std::span<const uint32_t> slotTable() const override { return slots_; }
   size_t serverCount() const override { return server_count_; }
 
   // Exact: slot s receives floor((2^32 - 1 - s) / slots) + 1 of the 2^32 hash values.

@@ -49,6 +49,7 @@ class RandomRouter final : public KeyHashingRouter {
                                  cumulative_.begin());
   }
 
+  uint32_t routeHash(uint32_t) const override { return route({}); }
   size_t serverCount() const override { return cumulative_.size(); }
 
   // The hash space plays no part: each server's share of requests is its weight share.

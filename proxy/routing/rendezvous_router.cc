@@ -30,8 +30,10 @@ class RendezvousRouter final : public KeyHashingRouter {
     total_weight_ = static_cast<double>(total);
   }
 
-  uint32_t route(std::string_view key) const override {
-    const uint64_t k = static_cast<uint64_t>(hashOf(key)) * 0x9E3779B97F4A7C15ULL;
+  uint32_t route(std::string_view key) const override { return routeHash(hashOf(key)); }
+
+  uint32_t routeHash(uint32_t hash) const override {
+    const uint64_t k = static_cast<uint64_t>(hash) * 0x9E3779B97F4A7C15ULL;
     const size_t n = seeds_.size();
     uint32_t best = 0;
     if (!weighted_) {

@@ -58,6 +58,25 @@ class Router {
   // The key hash (after hash_tag), as the distribution sees it.
   virtual uint32_t hashOf(std::string_view key) const = 0;
 
+  // The distribution step alone: route(key) == routeHash(hashOf(key)). Lets `mcring plan`
+  // evaluate a distribution over the 32-bit hash space rather than over keys. Random ignores
+  // the hash, as its route() ignores the key.
+  virtual uint32_t routeHash(uint32_t hash) const = 0;
+
+  // A ketama continuum point: `server` owns the hashes in (previous point, value]; the first
+  // point also owns the wrap-around above the last one.
+  struct RingPoint {
+    uint32_t value;
+    uint32_t server;
+  };
+  // The continuum's distinct points, ascending (ketama); empty for the other distributions.
+  // Lets `mcring plan` intersect two rings' arcs exactly.
+  virtual std::vector<RingPoint> ringPoints() const { return {}; }
+
+  // For distributions that route a hash to slotTable()[hash % slotTable().size()] (modula,
+  // maglev), that table; empty otherwise. Lets `mcring plan` count exactly over residues.
+  virtual std::span<const uint32_t> slotTable() const { return {}; }
+
   virtual size_t serverCount() const = 0;
 
   // Fraction of the 32-bit key-hash space each server owns: exact for ketama and modula (from
