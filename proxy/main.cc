@@ -44,6 +44,8 @@ void usage(FILE* out) {
                "      --threads N         worker threads (default: number of cores)\n"
                "      --shutdown-grace MS time to finish in-flight requests on SIGTERM\n"
                "                          (default: 10000)\n"
+               "      --backend-stats-interval S  read each backend's own stats (items, bytes,\n"
+               "                          evictions) every S seconds (default: 10; 0: never)\n"
                "  -V, --version           print the version and exit\n"
                "  -h, --help              this help\n"
                "\n"
@@ -91,6 +93,7 @@ int main(int argc, char** argv) {
       {"stats-addr", required_argument, nullptr, 'a'},
       {"threads", required_argument, nullptr, 'T'},
       {"shutdown-grace", required_argument, nullptr, 'G'},
+      {"backend-stats-interval", required_argument, nullptr, 'B'},
       {"version", no_argument, nullptr, 'V'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0}};
@@ -121,6 +124,9 @@ int main(int argc, char** argv) {
         break;
       case 'T':
         options.threads = std::atoi(optarg);
+        break;
+      case 'B':
+        options.backend_stats_interval_s = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 10));
         break;
       case 'G':
         options.shutdown_grace_ms = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 10));

@@ -3,6 +3,7 @@
 
 #include "mcring_version.h"
 #include "proxy/common/json.h"
+#include "proxy/core/membership_monitor.h"
 #include "proxy/core/proxy.h"
 
 namespace mcring::core {
@@ -48,6 +49,9 @@ net::HttpResponse AdminEndpoint::handle(const std::string& method, const std::st
   } else if (path == "/reloads") {
     r.content_type = "application/json";
     r.body = reloadsJson();
+  } else if (path == "/events") {
+    r.content_type = "application/json";
+    r.body = eventsJson();
   } else {
     return {404, "text/plain; charset=utf-8",
             "not found; try /healthz /metrics /stats /reloads, POST /reload\n"};
@@ -81,8 +85,175 @@ std::string AdminEndpoint::metrics() const {
          std::to_string(proxy_.reloads().attempts()));
   metric("mcring_reload_failures_total", "counter", "reload attempts rejected",
          std::to_string(proxy_.reloads().failures()));
+  backendMetrics(&out);
   out += "# HELP mcring_build_info build information\n# TYPE mcring_build_info gauge\n";
   out += "mcring_build_info{version=\"" MCRING_VERSION "\"} 1\n";
+  return out;
+}
+
+namespace {
+
+std::string fmt(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+std::string labels(const std::string& pool, const std::string& backend) {
+  std::string l = "{pool=";
+  common::appendJsonString(&l, pool);
+  l += ",backend=";
+  common::appendJsonString(&l, backend);
+  return l + "}";
+}
+
+}  // namespace
+
+// Per-backend families, one HELP/TYPE per family, labels pool and backend (host:port).
+void AdminEndpoint::backendMetrics(std::string* out) const {
+  std::vector<PoolReport> report = proxy_.reporter().backendReport();
+  auto family = [&](const std::string& name, const char* type, const char* help, auto value) {
+    *out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    for (const PoolReport& p : report) {
+      for (const BackendRow& b : p.backends) {
+        *out += name + labels(p.pool, b.totals.identity) + " " + value(b) + "\n";
+      }
+    }
+  };
+#define MCRING_X(field, kind, help)                                                          \
+  family(stats::MetricKind::kind == stats::MetricKind::Counter                               \
+             ? "mcring_backend_" #field "_total"                                             \
+             : "mcring_backend_" #field,                                                     \
+         stats::MetricKind::kind == stats::MetricKind::Counter ? "counter" : "gauge", help,  \
+         [](const BackendRow& b) { return std::to_string(b.totals.field); });
+  MCRING_BACKEND_COUNTERS(MCRING_X)
+#undef MCRING_X
+  family("mcring_backend_distinct_keys", "gauge",
+         "estimated distinct keys routed to the backend since start (HyperLogLog)",
+         [](const BackendRow& b) { return fmt(b.totals.distinct_keys); });
+  family("mcring_backend_ownership_ratio", "gauge",
+         "share of the key-hash space the backend owns under the current topology",
+         [](const BackendRow& b) { return fmt(b.ownership); });
+  family("mcring_backend_curr_items", "gauge", "items the backend holds (its own stats)",
+         [](const BackendRow& b) { return std::to_string(b.items.curr_items); });
+  family("mcring_backend_bytes", "gauge", "bytes the backend holds (its own stats)",
+         [](const BackendRow& b) { return std::to_string(b.items.bytes); });
+  family("mcring_backend_evictions", "gauge", "evictions reported by the backend (its own stats)",
+         [](const BackendRow& b) { return std::to_string(b.items.evictions); });
+  // Latency as a Prometheus histogram with coarse buckets derived from the log-linear one.
+  static const uint64_t kBounds[] = {50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000,
+                                     50000, 100000, 250000, 1000000};
+  *out += "# HELP mcring_backend_latency_microseconds request sent to reply received\n"
+          "# TYPE mcring_backend_latency_microseconds histogram\n";
+  for (const PoolReport& p : report) {
+    for (const BackendRow& b : p.backends) {
+      std::string l = labels(p.pool, b.totals.identity);
+      l.pop_back();  // reopen the label set to add le
+      uint64_t total = 0;
+      for (uint64_t c : b.totals.latency) {
+        total += c;
+      }
+      for (uint64_t bound : kBounds) {
+        uint64_t cum = 0;
+        for (int i = 0; i < stats::LatencyHistogram::kBuckets; ++i) {
+          if (stats::LatencyHistogram::upperBound(i) <= bound) {
+            cum += b.totals.latency[i];
+          }
+        }
+        *out += "mcring_backend_latency_microseconds_bucket" + l + ",le=\"" +
+                std::to_string(bound) + "\"} " + std::to_string(cum) + "\n";
+      }
+      *out += "mcring_backend_latency_microseconds_bucket" + l + ",le=\"+Inf\"} " +
+              std::to_string(total) + "\n";
+      // The sum is estimated from bucket bounds (the histogram keeps counts only).
+      double sum = 0;
+      for (int i = 0; i < stats::LatencyHistogram::kBuckets; ++i) {
+        sum += static_cast<double>(b.totals.latency[i]) *
+               static_cast<double>(stats::LatencyHistogram::upperBound(i));
+      }
+      *out += "mcring_backend_latency_microseconds_sum" + labels(p.pool, b.totals.identity) +
+              " " + fmt(sum) + "\n";
+      *out += "mcring_backend_latency_microseconds_count" + labels(p.pool, b.totals.identity) +
+              " " + std::to_string(total) + "\n";
+    }
+  }
+  auto poolFamily = [&](const char* name, const char* help, auto value) {
+    *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+    for (const PoolReport& p : report) {
+      std::string l = "{pool=";
+      common::appendJsonString(&l, p.pool);
+      *out += std::string(name) + l + "} " + fmt(value(p)) + "\n";
+    }
+  };
+  poolFamily("mcring_pool_imbalance_requests", "max/mean of requests over the pool's backends",
+             [](const PoolReport& p) { return p.imbalance.requests; });
+  poolFamily("mcring_pool_imbalance_distinct_keys",
+             "max/mean of distinct keys over the pool's backends",
+             [](const PoolReport& p) { return p.imbalance.distinct_keys; });
+  poolFamily("mcring_pool_imbalance_ownership", "max/mean of keyspace ownership",
+             [](const PoolReport& p) { return p.imbalance.ownership; });
+  poolFamily("mcring_pool_imbalance_items", "max/mean of items held (backends' stats)",
+             [](const PoolReport& p) { return p.imbalance.items; });
+  const MembershipMonitor* monitor = proxy_.reporter().monitor();
+  if (monitor != nullptr) {
+    auto events = monitor->events();
+    *out += "# HELP mcring_membership_events_total membership changes recorded\n"
+            "# TYPE mcring_membership_events_total counter\n"
+            "mcring_membership_events_total " + std::to_string(events.empty() ? 0 : events.back().id) +
+            "\n";
+  }
+}
+
+std::string AdminEndpoint::eventsJson() const {
+  std::string out = "[";
+  const MembershipMonitor* monitor = proxy_.reporter().monitor();
+  bool first = true;
+  if (monitor != nullptr) {
+    for (const MembershipEvent& e : monitor->events()) {
+      out += first ? "" : ",";
+      first = false;
+      out += "{\"id\":" + std::to_string(e.id) + ",\"time\":" + std::to_string(e.time) +
+             ",\"kind\":";
+      common::appendJsonString(&out, e.kind);
+      out += ",\"pool\":";
+      common::appendJsonString(&out, e.pool);
+      out += ",\"servers_before\":" + std::to_string(e.servers_before) +
+             ",\"servers_after\":" + std::to_string(e.servers_after) + ",\"added\":[";
+      for (size_t i = 0; i < e.added.size(); ++i) {
+        out += i ? "," : "";
+        common::appendJsonString(&out, e.added[i]);
+      }
+      out += "],\"removed\":[";
+      for (size_t i = 0; i < e.removed.size(); ++i) {
+        out += i ? "," : "";
+        common::appendJsonString(&out, e.removed[i]);
+      }
+      out += "],\"prediction\":{\"method\":";
+      common::appendJsonString(&out, e.method);
+      out += ",\"moved_fraction\":" + fmt(e.predicted_moved) +
+             ",\"modula_moved_fraction\":" + fmt(e.modula_moved) + ",\"matrix\":[";
+      for (size_t i = 0; i < e.cells.size(); ++i) {
+        const auto& c = e.cells[i];
+        out += i ? "," : "";
+        out += "{\"from\":";
+        common::appendJsonString(&out, c.from < e.before_ids.size() ? e.before_ids[c.from] : "");
+        out += ",\"to\":";
+        common::appendJsonString(&out, c.to < e.after_ids.size() ? e.after_ids[c.to] : "");
+        out += ",\"fraction\":" + fmt(c.fraction) + ",\"moved\":" + (c.moved ? "true" : "false") +
+               "}";
+      }
+      const auto& m = e.measured;
+      out += "]},\"measurement\":{\"baseline_valid\":" + std::string(m.baseline_valid ? "true" : "false") +
+             ",\"baseline_miss_ratio\":" + fmt(m.baseline) + ",\"peak_miss_ratio\":" + fmt(m.peak) +
+             ",\"spike\":" + (m.spike ? "true" : "false") + ",\"extra_misses\":" + fmt(m.extra_misses) +
+             ",\"recovered\":" + (m.recovered ? "true" : "false") +
+             ",\"recovery_seconds\":" + std::to_string(m.recovery_seconds) + "},\"judged\":" +
+             (e.judged ? "true" : "false") + ",\"verdict\":";
+      common::appendJsonString(&out, e.verdict);
+      out += "}";
+    }
+  }
+  out += "]\n";
   return out;
 }
 

@@ -21,6 +21,8 @@ class AdminEndpoint {
   std::string metrics() const;
   std::string statsJson() const;
   std::string reloadsJson() const;
+  std::string eventsJson() const;
+  void backendMetrics(std::string* out) const;
 
   Proxy& proxy_;
   std::unique_ptr<net::HttpServer> server_;

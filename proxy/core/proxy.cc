@@ -50,10 +50,19 @@ bool Proxy::start() {
   if (threads <= 0) {
     threads = 1;
   }
+  std::vector<const stats::BackendStatsList*> lists;
   for (int i = 0; i < threads; ++i) {
     workers_.push_back(std::make_unique<Worker>(i, reporter_));
-    reporter_.addWorker(&workers_.back()->counters());
+    const Worker& w = *workers_.back();
+    reporter_.addWorker(&w.counters(), &w.backendStats());
+    lists.push_back(&w.backendStats());
   }
+  poller_ = std::make_unique<BackendPoller>(loop_, options_.backend_stats_interval_s);
+  poller_->setTopology(topology_);
+  monitor_ = std::make_unique<MembershipMonitor>(loop_, lists);
+  reporter_.setPoller(poller_.get());
+  reporter_.setMonitor(monitor_.get());
+  reporter_.setTopology(topology_);
   for (auto& w : workers_) {
     w->start(topology_);
   }
@@ -212,7 +221,10 @@ void Proxy::reload(const char* source) {
   }
   config::ConfigDiff diff = config::diffConfigs(*config_, *loaded.config);
   ++generation_;
+  monitor_->onTopologyChange(*topology_, *next);
   topology_ = next;
+  poller_->setTopology(next);
+  reporter_.setTopology(next);
   config_ = std::make_shared<const config::Config>(std::move(*loaded.config));
   reporter_.setGeneration(generation_);
   for (auto& w : workers_) {

@@ -16,6 +16,8 @@
 #include "config/file_watcher.h"
 #include "config/topology.h"
 #include "proxy/core/admin_endpoint.h"
+#include "proxy/core/backend_poller.h"
+#include "proxy/core/membership_monitor.h"
 #include "proxy/core/reload_history.h"
 #include "proxy/core/stats_reporter.h"
 #include "proxy/core/worker.h"
@@ -35,6 +37,7 @@ struct ProxyOptions {
   std::string admin_address = "127.0.0.1";
   uint16_t admin_port = 22222;
   bool admin_port_explicit = false;
+  uint32_t backend_stats_interval_s = 10;  // how often backends' own `stats` are read; 0: never
 };
 
 class Proxy {
@@ -81,6 +84,8 @@ class Proxy {
   std::unique_ptr<net::FdWatcher> watch_event_;
   std::unique_ptr<net::Timer> debounce_;
   std::unique_ptr<AdminEndpoint> admin_;
+  std::unique_ptr<BackendPoller> poller_;
+  std::unique_ptr<MembershipMonitor> monitor_;
   uint64_t generation_ = 0;
   size_t next_worker_ = 0;
   bool stopping_ = false;

@@ -8,6 +8,8 @@
 #include <ctime>
 
 #include "mcring_version.h"
+#include "proxy/core/backend_poller.h"
+#include "proxy/core/membership_monitor.h"
 
 namespace mcring::core {
 
@@ -31,6 +33,14 @@ bool StatsReporter::render(std::string_view args, std::string* out) const {
   }
   if (args == "reloads") {
     renderReloads(out);
+    return true;
+  }
+  if (args == "backends") {
+    renderBackends(out);
+    return true;
+  }
+  if (args == "events") {
+    renderEvents(out);
     return true;
   }
   if (!args.empty()) {
@@ -71,6 +81,84 @@ bool StatsReporter::render(std::string_view args, std::string* out) const {
   }
   out->append("END\r\n");
   return true;
+}
+
+std::vector<PoolReport> StatsReporter::backendReport() const {
+  std::shared_ptr<const config::Topology> topology;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    topology = topology_;
+  }
+  if (!topology) {
+    return {};
+  }
+  std::map<std::pair<std::string, std::string>, BackendItems> items;
+  if (poller_ != nullptr) {
+    items = poller_->snapshot();
+  }
+  return buildBackendReport(*topology, backend_lists_, items);
+}
+
+// `stats backends`: one block per backend, `STAT <pool>:<server>:<field> <value>`, then the
+// pool's imbalance (max/mean) lines.
+void StatsReporter::renderBackends(std::string* out) const {
+  char buf[64];
+  auto line = [&](const std::string& prefix, const char* field, const std::string& value) {
+    out->append("STAT " + prefix + field + " " + value + "\r\n");
+  };
+  auto num = [&](double v) {
+    std::snprintf(buf, sizeof(buf), "%.4f", v);
+    return std::string(buf);
+  };
+  for (const PoolReport& pool : backendReport()) {
+    for (const BackendRow& b : pool.backends) {
+      std::string p = pool.pool + ":" + b.totals.identity + ":";
+      line(p, "name", b.totals.name);
+      line(p, "in_topology", b.in_topology ? "1" : "0");
+      line(p, "ownership", num(b.ownership));
+#define MCRING_X(field, kind, help) line(p, #field, std::to_string(b.totals.field));
+      MCRING_BACKEND_COUNTERS(MCRING_X)
+#undef MCRING_X
+      line(p, "distinct_keys", std::to_string(static_cast<uint64_t>(b.totals.distinct_keys)));
+      line(p, "latency_p50_us", std::to_string(b.p50));
+      line(p, "latency_p90_us", std::to_string(b.p90));
+      line(p, "latency_p99_us", std::to_string(b.p99));
+      line(p, "latency_p999_us", std::to_string(b.p999));
+      line(p, "curr_items", std::to_string(b.items.curr_items));
+      line(p, "bytes", std::to_string(b.items.bytes));
+      line(p, "evictions", std::to_string(b.items.evictions));
+      line(p, "items_updated", std::to_string(b.items.updated));
+    }
+    std::string p = pool.pool + ":imbalance:";
+    line(p, "requests", num(pool.imbalance.requests));
+    line(p, "distinct_keys", num(pool.imbalance.distinct_keys));
+    line(p, "ownership", num(pool.imbalance.ownership));
+    line(p, "curr_items", num(pool.imbalance.items));
+  }
+  out->append("END\r\n");
+}
+
+// `stats events`: one line per membership event with prediction, measurement and verdict.
+void StatsReporter::renderEvents(std::string* out) const {
+  if (monitor_ != nullptr) {
+    char buf[512];
+    for (const MembershipEvent& e : monitor_->events()) {
+      std::snprintf(buf, sizeof(buf),
+                    "STAT event:%llu time=%lld kind=%s pool=%s servers=%zu->%zu "
+                    "predicted_moved=%.4f modula_moved=%.4f method=%s baseline_miss=%.4f "
+                    "peak_miss=%.4f spike=%d recovered=%d recovery_s=%lld extra_misses=%.0f "
+                    "judged=%d",
+                    static_cast<unsigned long long>(e.id), static_cast<long long>(e.time),
+                    e.kind.c_str(), e.pool.c_str(), e.servers_before, e.servers_after,
+                    e.predicted_moved, e.modula_moved, e.method.c_str(), e.measured.baseline,
+                    e.measured.peak, e.measured.spike ? 1 : 0, e.measured.recovered ? 1 : 0,
+                    static_cast<long long>(e.measured.recovery_seconds), e.measured.extra_misses,
+                    e.judged ? 1 : 0);
+      out->append(buf);
+      out->append("\r\n");
+    }
+  }
+  out->append("END\r\n");
 }
 
 // `stats reloads`: one STAT line per recent attempt, oldest first:

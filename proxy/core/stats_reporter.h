@@ -6,7 +6,13 @@
 #include <string_view>
 #include <vector>
 
+#include <memory>
+#include <mutex>
+
+#include "config/topology.h"
+#include "proxy/core/backend_report.h"
 #include "proxy/core/reload_history.h"
+#include "proxy/stats/backend_stats.h"
 #include "proxy/stats/counters.h"
 
 namespace mcring::core {
@@ -14,7 +20,19 @@ namespace mcring::core {
 class StatsReporter {
  public:
   StatsReporter();
-  void addWorker(const stats::WorkerCounters* counters) { workers_.push_back(counters); }
+  void addWorker(const stats::WorkerCounters* counters, const stats::BackendStatsList* backends) {
+    workers_.push_back(counters);
+    backend_lists_.push_back(backends);
+  }
+  void setTopology(std::shared_ptr<const config::Topology> topology) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    topology_ = std::move(topology);
+  }
+  void setPoller(const class BackendPoller* poller) { poller_ = poller; }
+  void setMonitor(const class MembershipMonitor* monitor) { monitor_ = monitor; }
+  const class MembershipMonitor* monitor() const { return monitor_; }
+  // Any thread: every pool's backends, summed over workers, with ownership and items.
+  std::vector<PoolReport> backendReport() const;
   void setReloadHistory(const ReloadHistory* reloads) { reloads_ = reloads; }
   void setGeneration(uint64_t g) { generation_.store(g, std::memory_order_relaxed); }
   // Connections turned away by a pool's client_connections limit (counted on the main thread).
@@ -32,6 +50,14 @@ class StatsReporter {
  private:
   std::vector<const stats::WorkerCounters*> workers_;
   void renderReloads(std::string* out) const;
+  void renderBackends(std::string* out) const;
+  void renderEvents(std::string* out) const;
+
+  std::vector<const stats::BackendStatsList*> backend_lists_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<const config::Topology> topology_;
+  const class BackendPoller* poller_ = nullptr;
+  const class MembershipMonitor* monitor_ = nullptr;
 
   uint64_t start_time_;  // wall clock seconds at start (uptime)
   const ReloadHistory* reloads_ = nullptr;
