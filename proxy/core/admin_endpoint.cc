@@ -67,11 +67,15 @@ std::string AdminEndpoint::metrics() const {
     out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
            value + "\n";
   };
+  // The proxy-wide backend_* totals are left out: they are the sums of the labelled
+  // mcring_backend_* families below, and would collide with their names.
 #define MCRING_X(name, kind, help)                                                          \
-  metric(stats::MetricKind::kind == stats::MetricKind::Counter ? "mcring_" #name "_total"  \
-                                                               : "mcring_" #name,          \
-         stats::MetricKind::kind == stats::MetricKind::Counter ? "counter" : "gauge", help, \
-         std::to_string(rep.sum(&stats::WorkerCounters::name)));
+  if (!std::string_view(#name).starts_with("backend_")) {                                  \
+    metric(stats::MetricKind::kind == stats::MetricKind::Counter ? "mcring_" #name "_total" \
+                                                                 : "mcring_" #name,         \
+           stats::MetricKind::kind == stats::MetricKind::Counter ? "counter" : "gauge", help, \
+           std::to_string(rep.sum(&stats::WorkerCounters::name)));                          \
+  }
   MCRING_WORKER_COUNTERS(MCRING_X)
 #undef MCRING_X
   metric("mcring_rejected_connections_total", "counter",
@@ -143,8 +147,8 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
   // Latency as a Prometheus histogram with coarse buckets derived from the log-linear one.
   static const uint64_t kBounds[] = {50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000,
                                      50000, 100000, 250000, 1000000};
-  *out += "# HELP mcring_backend_latency_microseconds request sent to reply received\n"
-          "# TYPE mcring_backend_latency_microseconds histogram\n";
+  *out += "# HELP mcring_backend_latency_seconds request sent to reply received\n"
+          "# TYPE mcring_backend_latency_seconds histogram\n";
   for (const PoolReport& p : report) {
     for (const BackendRow& b : p.backends) {
       std::string l = labels(p.pool, b.totals.identity);
@@ -160,10 +164,10 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
             cum += b.totals.latency[i];
           }
         }
-        *out += "mcring_backend_latency_microseconds_bucket" + l + ",le=\"" +
-                std::to_string(bound) + "\"} " + std::to_string(cum) + "\n";
+        *out += "mcring_backend_latency_seconds_bucket" + l + ",le=\"" +
+                fmt(static_cast<double>(bound) / 1e6) + "\"} " + std::to_string(cum) + "\n";
       }
-      *out += "mcring_backend_latency_microseconds_bucket" + l + ",le=\"+Inf\"} " +
+      *out += "mcring_backend_latency_seconds_bucket" + l + ",le=\"+Inf\"} " +
               std::to_string(total) + "\n";
       // The sum is estimated from bucket bounds (the histogram keeps counts only).
       double sum = 0;
@@ -171,9 +175,9 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
         sum += static_cast<double>(b.totals.latency[i]) *
                static_cast<double>(stats::LatencyHistogram::upperBound(i));
       }
-      *out += "mcring_backend_latency_microseconds_sum" + labels(p.pool, b.totals.identity) +
-              " " + fmt(sum) + "\n";
-      *out += "mcring_backend_latency_microseconds_count" + labels(p.pool, b.totals.identity) +
+      *out += "mcring_backend_latency_seconds_sum" + labels(p.pool, b.totals.identity) + " " +
+              fmt(sum / 1e6) + "\n";
+      *out += "mcring_backend_latency_seconds_count" + labels(p.pool, b.totals.identity) +
               " " + std::to_string(total) + "\n";
     }
   }

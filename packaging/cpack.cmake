@@ -1,0 +1,82 @@
+# Install rules and the Debian package (CPack DEB). Included last from the top-level
+# CMakeLists.txt, so every target (mcring, and mcring-bench when it exists) is already defined.
+#
+#   make package                       configure + build + `cpack -G DEB` in build-pkg/
+#   cpack -G DEB --config BUILD/CPackConfig.cmake -B OUTDIR
+#
+# Components: `programs` (the binaries; the Dockerfile installs only this one) and `system`
+# (config, systemd unit, man page, docs). The .deb holds both (one package, no component split).
+
+# --- what is installed ---------------------------------------------------------------------------
+install(TARGETS mcring RUNTIME DESTINATION bin COMPONENT programs)
+if(TARGET mcring-bench)
+  install(TARGETS mcring-bench RUNTIME DESTINATION bin COMPONENT programs)
+endif()
+
+# Absolute destinations: these paths do not follow the install prefix (Debian layout). CPack's
+# DEB generator stages them under its own DESTDIR.
+install(FILES ${CMAKE_CURRENT_LIST_DIR}/mcring.yml DESTINATION /etc/mcring COMPONENT system)
+install(FILES ${CMAKE_CURRENT_LIST_DIR}/mcring.service DESTINATION /lib/systemd/system
+        COMPONENT system)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/configuration.md DESTINATION share/doc/mcring
+        COMPONENT system OPTIONAL)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/config/examples/ DESTINATION share/doc/mcring/examples
+        COMPONENT system FILES_MATCHING PATTERN "*.yml")
+
+# Man page: packaging/mcring.8.md -> mcring.8 (go-md2man, from packaging/deps.sh build) -> gzip -9n.
+find_program(MCRING_GO_MD2MAN go-md2man)
+find_program(MCRING_GZIP gzip)
+if(MCRING_GO_MD2MAN AND MCRING_GZIP)
+  set(_man_md ${PROJECT_BINARY_DIR}/packaging/mcring.8.md)
+  set(_man ${PROJECT_BINARY_DIR}/packaging/mcring.8)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/mcring.8.md ${_man_md} @ONLY)
+  add_custom_command(
+    OUTPUT ${_man}.gz
+    COMMAND ${MCRING_GO_MD2MAN} -in ${_man_md} -out ${_man}
+    COMMAND ${MCRING_GZIP} -9 -n -f ${_man}
+    DEPENDS ${_man_md} ${CMAKE_CURRENT_LIST_DIR}/mcring.8.md
+    COMMENT "Generating man page mcring.8.gz"
+    VERBATIM)
+  add_custom_target(mcring-manpage ALL DEPENDS ${_man}.gz)
+  install(FILES ${_man}.gz DESTINATION share/man/man8 COMPONENT system)
+else()
+  message(WARNING "go-md2man not found (packaging/deps.sh build installs it): the package will "
+                  "have no mcring(8) man page")
+endif()
+
+# --- the .deb ------------------------------------------------------------------------------------
+set(CPACK_GENERATOR "DEB")
+set(CPACK_PACKAGE_NAME "mcring")
+set(CPACK_PACKAGE_VENDOR "mcring")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(MCRING_PACKAGE_CONTACT "mcring maintainers <mcring@localhost>"
+    CACHE STRING "Maintainer field of the .deb (Name <email>)")
+set(CPACK_PACKAGE_CONTACT "${MCRING_PACKAGE_CONTACT}")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "memcached-compatible consistent-hashing proxy")
+# The extended description: lines under 80 columns (lintian).
+set(CPACK_PACKAGE_DESCRIPTION
+    "mcring speaks the memcached text and meta protocols to clients and shards
+keys over pools of memcached servers with consistent hashing (ketama,
+bit-compatible with twemproxy and common clients, plus jump, rendezvous and
+maglev). It reads twemproxy's YAML, reloads it on SIGHUP or when the file
+changes, and serves /healthz and Prometheus /metrics on an admin HTTP port.")
+set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # mcring_VERSION-RELEASE_ARCH.deb
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(CPACK_DEBIAN_PACKAGE_SECTION "net")
+set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
+# Shared-library dependencies from dpkg-shlibdeps (dpkg-dev); the maintainer scripts need
+# useradd/userdel (passwd) on top of that.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "passwd")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "memcached")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# conffiles: /etc/mcring/mcring.yml survives upgrades and `dpkg -r`, goes on `dpkg -P`.
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+    ${CMAKE_CURRENT_LIST_DIR}/debian/conffiles
+    ${CMAKE_CURRENT_LIST_DIR}/debian/postinst
+    ${CMAKE_CURRENT_LIST_DIR}/debian/prerm
+    ${CMAKE_CURRENT_LIST_DIR}/debian/postrm)
+
+include(CPack)

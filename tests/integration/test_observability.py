@@ -1,0 +1,151 @@
+"""Observability end to end: a membership change's predicted and measured cost, per-backend
+metrics, and a Prometheus exposition that a real parser (promtool) accepts."""
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import unittest
+
+from harness import (HOST, Conn, IntegrationCase, Mcring, Memcached, admin_http, make_tmpdir,
+                     parse_stats, remove_tmpdir, requires_proxy, run_mcring, server_line,
+                     set_many_raw, spread_keys, pool_yaml)
+
+WARM_KEYS = 20000
+
+
+@requires_proxy
+class ObservabilityTest(IntegrationCase):
+    def setUp(self):
+        super().setUp()
+        self.tmp = make_tmpdir()
+        self.backends = [Memcached() for _ in range(5)]
+        self.servers = [server_line(b.addr) for b in self.backends]
+        self.mc = Mcring(self.servers[:4], self.tmp, args=["--backend-stats-interval", "1"])
+
+    def tearDown(self):
+        self.mc.stop()
+        for b in self.backends:
+            b.stop()
+        remove_tmpdir(self.tmp)
+        super().tearDown()
+
+    def _routes(self, config_text, keys):
+        path = os.path.join(self.tmp, "route.yml")
+        with open(path, "w") as f:
+            f.write(config_text)
+        r = run_mcring(["route", "-c", path], input_bytes=b"\n".join(keys) + b"\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = {}
+        for line in r.stdout.splitlines():
+            k, addr = line.split(b"\t")[:2]
+            out[k] = addr.decode()
+        self.assertEqual(len(out), len(keys))
+        return out
+
+    def test_reload_event_prediction_measurement_and_metrics(self):
+        keys = spread_keys("obs:", WARM_KEYS)
+        with Conn(HOST, self.mc.port, timeout=20) as c:
+            set_many_raw(c, [(k, b"v" * 32) for k in keys])
+        with open(self.mc.config_path) as f:
+            old_text = f.read()
+        new_text = pool_yaml(self.mc.pool, self.mc.port, self.servers, self.mc.hash,
+                             self.mc.distribution, self.mc.timeout_ms)
+        before = self._routes(old_text, keys)
+        after = self._routes(new_text, keys)
+        actually_moved = sum(1 for k in keys if before[k] != after[k]) / len(keys)
+
+        # Steady get load (bounded in time and count) while the reload happens.
+        stop = threading.Event()
+        counts = {"gets": 0, "hits": 0, "errors": 0}
+
+        def load():
+            rnd = random.Random(7)
+            deadline = time.monotonic() + 30
+            with Conn(HOST, self.mc.port, timeout=10) as c:
+                while not stop.is_set() and time.monotonic() < deadline:
+                    batch = [rnd.choice(keys) for _ in range(50)]
+                    c.send(b"".join(b"get " + k + b"\r\n" for k in batch))
+                    misses = []
+                    for k, r in zip(batch, c.read_replies(len(batch))):
+                        counts["gets"] += 1
+                        if r.startswith(b"VALUE"):
+                            counts["hits"] += 1
+                        elif r == b"END\r\n":
+                            misses.append(k)  # cache-aside: the application fills it again
+                        else:
+                            counts["errors"] += 1
+                    if misses:
+                        set_many_raw(c, [(k, b"v" * 32) for k in misses])
+                    time.sleep(0.005)
+
+        t = threading.Thread(target=load)
+        t.start()
+        try:
+            time.sleep(4)  # a baseline
+            with open(self.mc.config_path, "w") as f:
+                f.write(new_text)
+            os.kill(self.mc.pid, signal.SIGHUP)
+            time.sleep(6)  # the spike
+        finally:
+            stop.set()
+            t.join(40)
+        self.assertFalse(t.is_alive())
+        self.assertEqual(counts["errors"], 0)
+        self.assertGreater(counts["gets"], 1000)
+
+        status, body = admin_http(self.mc.admin_port, path="/events")
+        self.assertEqual(status, 200)
+        events = json.loads(body)
+        self.assertEqual(len(events), 1, body)
+        e = events[0]
+        self.assertEqual((e["servers_before"], e["servers_after"]), (4, 5))
+        self.assertEqual(e["added"], [self.backends[4].addr])
+        predicted = e["prediction"]["moved_fraction"]
+        print("predicted moved %.4f, actually moved %.4f (of %d warmed keys), modula %.4f"
+              % (predicted, actually_moved, len(keys), e["prediction"]["modula_moved_fraction"]))
+        print("measurement:", e["measurement"])
+        print("verdict:", e["verdict"])
+        self.assertLess(abs(predicted - actually_moved), 0.02)
+        self.assertAlmostEqual(e["prediction"]["modula_moved_fraction"], 0.8, delta=0.01)
+        m = e["measurement"]
+        self.assertTrue(m["baseline_valid"], m)
+        self.assertGreater(m["peak_miss_ratio"], m["baseline_miss_ratio"])
+
+        # The same event on the client port.
+        with Conn(HOST, self.mc.port) as c:
+            reply = c.request(b"stats events\r\n")
+        self.assertIn(b"STAT event:1 ", reply)
+        self.assertIn(b"servers=4->5", reply)
+
+        # Per-backend key counts: every server holds items and saw distinct keys.
+        time.sleep(1.5)  # one more backend-stats poll round
+        with Conn(HOST, self.mc.port) as c:
+            backends = parse_stats(c.request(b"stats backends\r\n"))
+        for b in self.backends:
+            prefix = "%s:%s:" % (self.mc.pool, b.addr)
+            self.assertGreater(int(backends[prefix + "distinct_keys"]), 0, prefix)
+            self.assertGreater(int(backends[prefix + "curr_items"]), 0, prefix)
+        total_keys = sum(float(v) for k, v in backends.items() if k.endswith(":distinct_keys"))
+        # Each warmed key was routed to its old owner, and a moved key to its new one as well.
+        expected = WARM_KEYS * (1 + actually_moved)
+        self.assertLess(abs(total_keys - expected) / expected, 0.1)
+
+        status, metrics = admin_http(self.mc.admin_port, path="/metrics")
+        self.assertEqual(status, 200)
+        self.assertIn(b"mcring_backend_distinct_keys{", metrics)
+        self.assertIn(b"mcring_backend_curr_items{", metrics)
+        promtool = shutil.which("promtool")
+        if promtool is None:
+            self.fail("promtool not installed (packaging/deps.sh installs Debian's prometheus)")
+        check = subprocess.run([promtool, "check", "metrics"], input=metrics,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+        self.assertEqual(check.returncode, 0, check.stdout.decode(errors="replace"))
+
+
+if __name__ == "__main__":
+    unittest.main()
