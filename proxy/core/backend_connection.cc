@@ -130,6 +130,9 @@ void BackendConnection::onReadable() {
       return;
     }
     if (step == Step::Done) {
+      if (!rep.isError() || rep.kind != ReplyKind::ServerError) {
+        server_.onReplyOk();
+      }
       InFlight done = f;
       inflight_.pop_front();
       uint64_t now = monotonicMicros();

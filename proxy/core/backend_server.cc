@@ -1,6 +1,7 @@
 // BackendServer: connection choice and reconnect backoff.
 #include "proxy/core/backend_server.h"
 
+#include <algorithm>
 #include <ctime>
 
 #include "proxy/common/log.h"
@@ -86,6 +87,13 @@ void BackendServer::onConnected() {
 
 void BackendServer::onFailure(BackendFailure why) {
   last_failure_ = why;
+  ++consecutive_failures_;
+  const auto& pc = pool_->config();
+  if (pc.auto_eject_hosts && !reported_down_ &&
+      consecutive_failures_ >= std::max<uint32_t>(1, pc.server_failure_limit)) {
+    reported_down_ = true;
+    worker_.reportServerDown(pool_->name, identity_);
+  }
   backoff_ms_ = backoff_ms_ == 0 ? kBackoffMinMs : std::min(backoff_ms_ * 2, kBackoffMaxMs);
   retry_at_ns_ = nowNs() + static_cast<uint64_t>(backoff_ms_) * 1000000ULL;
 }

@@ -31,6 +31,11 @@ class BackendServer {
   // Reported by connections.
   void onConnected();
   void onFailure(BackendFailure why);
+  // A reply arrived: the server works (resets the consecutive-failure count).
+  void onReplyOk() {
+    consecutive_failures_ = 0;
+    reported_down_ = false;
+  }
 
   bool idle() const;  // nothing in flight on any connection
   void abortAll(BackendFailure why);
@@ -55,6 +60,9 @@ class BackendServer {
   uint32_t backoff_ms_ = 0;
   BackendFailure last_failure_ = BackendFailure::Unavailable;
   std::shared_ptr<stats::BackendStats> stats_;
+  // twemproxy's server_failure_limit: consecutive failures before the proxy is told to eject.
+  uint32_t consecutive_failures_ = 0;
+  bool reported_down_ = false;
 };
 
 }  // namespace mcring::core

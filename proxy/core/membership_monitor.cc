@@ -126,7 +126,7 @@ void MembershipMonitor::judge(MembershipEvent& e) {
 }
 
 void MembershipMonitor::onTopologyChange(const config::Topology& before,
-                                         const config::Topology& after) {
+                                         const config::Topology& after, const std::string& kind) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& p : after.pools) {
     const config::PoolTopology* old = before.findPool(p->config.name);
@@ -148,7 +148,7 @@ void MembershipMonitor::onTopologyChange(const config::Topology& before,
     e.id = next_id_++;
     e.time = static_cast<int64_t>(::time(nullptr));
     e.change_second = nowSecond();
-    e.kind = "reload";
+    e.kind = kind;
     e.pool = p->config.name;
     e.servers_before = before_ids.size();
     e.servers_after = after_ids.size();
@@ -174,9 +174,10 @@ void MembershipMonitor::onTopologyChange(const config::Topology& before,
     if (mb && ma) {
       e.modula_moved = routing::planMigration(*mb, before_ids, *ma, after_ids).moved;
     }
-    MCRING_LOG(Notice, "event %llu reload: pool '%s' %zu -> %zu servers: predicted %s of keys "
+    MCRING_LOG(Notice, "event %llu %s: pool '%s' %zu -> %zu servers: predicted %s of keys "
                "moved (%s; modula would move %s)",
-               static_cast<unsigned long long>(e.id), e.pool.c_str(), e.servers_before,
+               static_cast<unsigned long long>(e.id), e.kind.c_str(), e.pool.c_str(),
+               e.servers_before,
                e.servers_after, pct(e.predicted_moved).c_str(), e.method.c_str(),
                pct(e.modula_moved).c_str());
     events_.push_back(std::move(e));

@@ -51,8 +51,10 @@ class MembershipMonitor {
   // `backend_lists`: each worker's per-backend stats (they outlive the monitor).
   MembershipMonitor(net::EventLoop& loop, std::vector<const stats::BackendStatsList*> lists);
 
-  // Records events for the pools whose servers changed between two snapshots.
-  void onTopologyChange(const config::Topology& before, const config::Topology& after);
+  // Records events for the pools whose servers changed between two snapshots. kind: "reload",
+  // "eject" (a failing server left the ring) or "return" (it came back).
+  void onTopologyChange(const config::Topology& before, const config::Topology& after,
+                        const std::string& kind = "reload");
 
   std::vector<MembershipEvent> events() const;
   // Per-second miss points of a pool ("" = none) or of one of its backends.

@@ -64,6 +64,9 @@ bool Proxy::start() {
   reporter_.setMonitor(monitor_.get());
   reporter_.setTopology(topology_);
   for (auto& w : workers_) {
+    w->setServerDownHandler([this](const std::string& pool, const std::string& identity) {
+      loop_.post([this, pool, identity] { onServerDown(pool, identity); });
+    });
     w->start(topology_);
   }
   signals_.push_back(std::make_unique<net::SignalWatcher>(loop_, SIGTERM, [this] { shutdown(); }));
@@ -205,8 +208,20 @@ void Proxy::reload(const char* source) {
                source);
     return;
   }
+  // Ejections stand across a reload only for servers (and pools) that still eject.
+  for (auto it = ejected_.begin(); it != ejected_.end();) {
+    bool keep = false;
+    for (const auto& p : loaded.config->pools) {
+      if (p.name == it->first.first && p.auto_eject_hosts) {
+        for (const auto& sc : p.servers) {
+          keep = keep || sc.identity() == it->first.second;
+        }
+      }
+    }
+    it = keep ? std::next(it) : ejected_.erase(it);
+  }
   std::vector<std::string> errors;
-  auto next = config::Topology::build(*loaded.config, generation_ + 1, &errors);
+  auto next = buildEffective(*loaded.config, generation_ + 1, &errors);
   if (!next) {
     std::string all;
     for (const auto& e : errors) {
@@ -221,7 +236,7 @@ void Proxy::reload(const char* source) {
   }
   config::ConfigDiff diff = config::diffConfigs(*config_, *loaded.config);
   ++generation_;
-  monitor_->onTopologyChange(*topology_, *next);
+  monitor_->onTopologyChange(*topology_, *next, "reload");
   topology_ = next;
   poller_->setTopology(next);
   reporter_.setTopology(next);
@@ -239,12 +254,117 @@ void Proxy::reload(const char* source) {
              static_cast<unsigned long long>(generation_), record.diff.c_str());
 }
 
+std::shared_ptr<const config::Topology> Proxy::buildEffective(
+    const config::Config& config, uint64_t generation, std::vector<std::string>* errors) const {
+  if (ejected_.empty()) {
+    return config::Topology::build(config, generation, errors);
+  }
+  config::Config effective = config;
+  for (auto& pool : effective.pools) {
+    if (!pool.auto_eject_hosts) {
+      continue;
+    }
+    std::erase_if(pool.servers, [&](const config::ServerConfig& s) {
+      return ejected_.count({pool.name, s.identity()}) > 0;
+    });
+  }
+  return config::Topology::build(effective, generation, errors);
+}
+
+void Proxy::republish(const char* kind) {
+  std::vector<std::string> errors;
+  auto next = buildEffective(*config_, generation_ + 1, &errors);
+  if (!next) {
+    for (const auto& e : errors) {
+      MCRING_LOG(Error, "%s: cannot rebuild the topology: %s", kind, e.c_str());
+    }
+    return;
+  }
+  ++generation_;
+  monitor_->onTopologyChange(*topology_, *next, kind);
+  topology_ = next;
+  poller_->setTopology(next);
+  reporter_.setTopology(next);
+  reporter_.setGeneration(generation_);
+  for (auto& w : workers_) {
+    w->postTopology(next);
+  }
+}
+
+// twemproxy's auto_eject_hosts, decided once for all workers so that they keep routing alike.
+void Proxy::onServerDown(const std::string& pool, const std::string& identity) {
+  if (stopping_ || ejected_.count({pool, identity}) > 0) {
+    return;
+  }
+  const config::PoolConfig* pc = nullptr;
+  for (const auto& p : config_->pools) {
+    if (p.name == pool) {
+      pc = &p;
+    }
+  }
+  const config::PoolTopology* current = topology_->findPool(pool);
+  if (pc == nullptr || !pc->auto_eject_hosts || current == nullptr) {
+    return;
+  }
+  size_t index = current->config.servers.size();
+  for (size_t i = 0; i < current->config.servers.size(); ++i) {
+    if (current->config.servers[i].identity() == identity) {
+      index = i;
+    }
+  }
+  if (index == current->config.servers.size()) {
+    return;  // already gone from the ring (a reload removed it)
+  }
+  if (current->config.servers.size() <= 1) {
+    MCRING_LOG(Warn, "pool '%s': %s is failing but is the last server: not ejected",
+               pool.c_str(), identity.c_str());
+    return;
+  }
+  auto key = std::make_pair(pool, identity);
+  Ejection& e = ejected_[key];
+  e.address = current->server_addresses[index];
+  e.retry_ms = pc->server_retry_timeout_ms;
+  e.probe_timeout_ms = pc->timeout_ms == 0 ? 1000 : pc->timeout_ms;
+  e.retry = std::make_unique<net::Timer>(loop_, [this, key] { probeEjected(key); });
+  e.retry->start(e.retry_ms);
+  MCRING_LOG(Warn, "pool '%s': server %s ejected after %u consecutive failures; its keys go to "
+             "the other servers; retry in %u ms",
+             pool.c_str(), identity.c_str(), pc->server_failure_limit, e.retry_ms);
+  republish("eject");
+}
+
+void Proxy::probeEjected(const std::pair<std::string, std::string>& key) {
+  auto it = ejected_.find(key);
+  if (it == ejected_.end() || stopping_) {
+    return;
+  }
+  it->second.probe = std::make_unique<HealthProbe>(
+      loop_, it->second.address, it->second.probe_timeout_ms, [this, key](bool healthy) {
+        auto found = ejected_.find(key);
+        if (found == ejected_.end()) {
+          return;
+        }
+        found->second.probe.reset();
+        if (!healthy) {
+          MCRING_LOG(Info, "pool '%s': ejected server %s still down; retry in %u ms",
+                     key.first.c_str(), key.second.c_str(), found->second.retry_ms);
+          found->second.retry->start(found->second.retry_ms);
+          return;
+        }
+        ejected_.erase(found);
+        MCRING_LOG(Notice, "pool '%s': server %s answers again: back in the ring",
+                   key.first.c_str(), key.second.c_str());
+        republish("return");
+      });
+}
+
 void Proxy::shutdown() {
   if (stopping_) {
     MCRING_LOG(Warn, "second signal: exiting now");
     _exit(0);
   }
   stopping_ = true;
+  ejected_.clear();
   watch_event_.reset();
   debounce_.reset();
   MCRING_LOG(Notice, "shutting down: no new connections, finishing in-flight requests");

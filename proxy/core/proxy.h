@@ -17,6 +17,7 @@
 #include "config/topology.h"
 #include "proxy/core/admin_endpoint.h"
 #include "proxy/core/backend_poller.h"
+#include "proxy/core/health_probe.h"
 #include "proxy/core/membership_monitor.h"
 #include "proxy/core/reload_history.h"
 #include "proxy/core/stats_reporter.h"
@@ -67,6 +68,14 @@ class Proxy {
     std::unique_ptr<net::Listener> listener;
   };
   bool syncListeners(const config::Topology& topology);
+  // The config minus ejected servers (pools with auto_eject_hosts), built into a snapshot.
+  std::shared_ptr<const config::Topology> buildEffective(const config::Config& config,
+                                                         uint64_t generation,
+                                                         std::vector<std::string>* errors) const;
+  // Publishes a new snapshot of the same config after an ejection or a return.
+  void republish(const char* kind);
+  void onServerDown(const std::string& pool, const std::string& identity);
+  void probeEjected(const std::pair<std::string, std::string>& key);
   void onAccept(const std::string& pool, int fd);
   void shutdown();
 
@@ -86,6 +95,15 @@ class Proxy {
   std::unique_ptr<AdminEndpoint> admin_;
   std::unique_ptr<BackendPoller> poller_;
   std::unique_ptr<MembershipMonitor> monitor_;
+  // Servers out of the ring (auto_eject_hosts), by (pool, identity), until a probe succeeds.
+  struct Ejection {
+    common::SocketAddress address;
+    uint32_t retry_ms = 30000;
+    uint32_t probe_timeout_ms = 1000;
+    std::unique_ptr<net::Timer> retry;
+    std::unique_ptr<HealthProbe> probe;
+  };
+  std::map<std::pair<std::string, std::string>, Ejection> ejected_;
   uint64_t generation_ = 0;
   size_t next_worker_ = 0;
   bool stopping_ = false;

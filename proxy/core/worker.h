@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -51,6 +52,15 @@ class Worker {
   stats::WorkerCounters& counters() { return counters_; }
   stats::BackendStatsList& backendStats() { return backend_stats_; }
   const StatsReporter& reporter() const { return reporter_; }
+  // Called (on the worker thread) when a server of a pool with auto_eject_hosts has failed
+  // server_failure_limit times in a row; the proxy decides ejection for all workers at once.
+  using ServerDownFn = std::function<void(const std::string& pool, const std::string& identity)>;
+  void setServerDownHandler(ServerDownFn fn) { server_down_ = std::move(fn); }
+  void reportServerDown(const std::string& pool, const std::string& identity) {
+    if (server_down_) {
+      server_down_(pool, identity);
+    }
+  }
   // Deferred destruction: a session ends itself from inside its own callbacks.
   void retire(ClientSession* session);
   // A backend connection finished something; drained servers of old snapshots may now go.
@@ -81,6 +91,7 @@ class Worker {
   stats::BackendStatsList backend_stats_;
   uint64_t next_session_id_ = 0;
   bool shutting_down_ = false;
+  ServerDownFn server_down_;
   std::atomic<bool> finished_{false};
 };
 
