@@ -1,0 +1,43 @@
+// Parsers for the scalar forms config values take: numbers, sizes, booleans, addresses, servers.
+//
+// Pure functions of a string, no YAML: the key table (pool_keys.cc) calls them, and so may tools
+// that take an address on the command line. Each returns nullopt and sets *error (a short phrase
+// without location) when the text does not parse.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+
+namespace mcring::config {
+
+// twemproxy's booleans: exactly "true" or "false".
+std::optional<bool> parseBool(std::string_view text, std::string* error);
+
+// Decimal digits only (twemproxy's nc_atoi: no sign, no hex), within [min, max].
+std::optional<uint64_t> parseUint(std::string_view text, uint64_t min, uint64_t max,
+                                  std::string* error);
+
+// Bytes, or a number with a 1024-based suffix k, m or g (any case, optional trailing "b"):
+// "1048576", "512k", "1m", "1MB". Within [min, max] bytes.
+std::optional<uint64_t> parseSize(std::string_view text, uint64_t min, uint64_t max,
+                                  std::string* error);
+
+// A listen address: "host:port", "[v6]:port", or an absolute unix socket path with an optional
+// octal mode, "/var/run/mcring.sock 0666" (twemproxy). No name resolution happens here.
+std::optional<Address> parseListenAddress(std::string_view text, std::string* error);
+
+// One `servers:` entry: "host:port:weight [name]" or "/path/sock:weight [name]" (twemproxy).
+// The weight is required, as in twemproxy. Fills address and spec; leaves mark alone.
+std::optional<ServerConfig> parseServer(std::string_view text, std::string* error);
+
+// Server weights: twemproxy parses them as a positive C int.
+inline constexpr uint64_t kMaxWeight = 2147483647;
+
+// sockaddr_un::sun_path holds 108 bytes including the terminating NUL.
+inline constexpr size_t kMaxUnixPathLength = 107;
+
+}  // namespace mcring::config

@@ -1,0 +1,503 @@
+// The pool key table (see pool_keys.h): twemproxy's keys with twemproxy's meaning and defaults
+// (src/nc_conf.c), then mcring's own.
+#include "config/pool_keys.h"
+
+#include <algorithm>
+#include <array>
+#include <limits>
+
+#include "config/parse.h"
+#include "proxy/routing/hash.h"
+#include "proxy/routing/router.h"
+
+namespace mcring::config {
+namespace {
+
+// twemproxy keeps numbers in a C int and refuses negatives (nc_atoi).
+constexpr uint64_t kIntMax = std::numeric_limits<int32_t>::max();
+
+std::string quoted(std::string_view s) {
+  return "'" + std::string(s) + "'";
+}
+
+std::string joined(const std::vector<std::string_view>& names) {
+  std::string out;
+  for (auto n : names) {
+    out += out.empty() ? "" : ", ";
+    out += n;
+  }
+  return out;
+}
+
+// routing keeps each name list in one table and exposes lookups both ways, not the list; its
+// enums count from 0, and the name of a value past the end is "?".
+template <typename E>
+std::vector<std::string_view> enumNames(std::string_view (*name_of)(E)) {
+  std::vector<std::string_view> names;
+  for (int i = 0; i <= std::numeric_limits<uint8_t>::max(); ++i) {
+    std::string_view n = name_of(static_cast<E>(i));
+    if (n == "?") {
+      break;
+    }
+    names.push_back(n);
+  }
+  return names;
+}
+
+std::vector<std::string_view> hashNames() {
+  return enumNames(&routing::hashFunctionName);
+}
+std::vector<std::string_view> distributionNames() {
+  return enumNames(&routing::distributionName);
+}
+std::vector<std::string_view> ketamaCompatNames() {
+  return enumNames(&routing::ketamaCompatName);
+}
+
+// --- value readers shared by the rows ---
+
+template <typename T>
+void setNumber(ValueReader& v, T& field, uint64_t min, uint64_t max) {
+  auto text = v.scalar("a non-negative integer");
+  if (!text) {
+    return;
+  }
+  std::string error;
+  if (auto n = parseUint(*text, min, max, &error)) {
+    field = static_cast<T>(*n);
+  } else {
+    v.error(error);
+  }
+}
+
+void setBool(ValueReader& v, bool& field) {
+  auto text = v.scalar("true or false");
+  if (!text) {
+    return;
+  }
+  std::string error;
+  if (auto b = parseBool(*text, &error)) {
+    field = *b;
+  } else {
+    v.error(error);
+  }
+}
+
+template <typename E>
+void setName(ValueReader& v, E& field, std::string_view what,
+             std::optional<E> (*parse)(std::string_view), std::vector<std::string_view> names) {
+  auto text = v.scalar("a name");
+  if (!text) {
+    return;
+  }
+  if (auto e = parse(*text)) {
+    field = *e;
+    return;
+  }
+  std::string message = "unknown " + std::string(what) + " " + quoted(*text);
+  std::string_view near = closestName(*text, names);
+  if (!near.empty()) {
+    message += "; did you mean " + quoted(near) + "?";
+  } else {
+    message += " (expected one of: " + joined(names) + ")";
+  }
+  v.error(message);
+}
+
+std::string showBool(bool b) {
+  return b ? "true" : "false";
+}
+
+std::string showSize(uint64_t bytes) {
+  if (bytes != 0 && bytes % (uint64_t{1} << 30) == 0) {
+    return std::to_string(bytes >> 30) + "g";
+  }
+  if (bytes != 0 && bytes % (uint64_t{1} << 20) == 0) {
+    return std::to_string(bytes >> 20) + "m";
+  }
+  if (bytes != 0 && bytes % (uint64_t{1} << 10) == 0) {
+    return std::to_string(bytes >> 10) + "k";
+  }
+  return std::to_string(bytes);
+}
+
+void setServers(ValueReader& v, PoolConfig& pool) {
+  auto elements = v.sequence("a list of servers");
+  if (!elements) {
+    return;
+  }
+  if (elements->empty()) {
+    v.error("empty servers list: a pool needs at least one server");
+    return;
+  }
+  // Later duplicates point back at the first, by index.
+  std::vector<std::pair<std::string, size_t>> identities;
+  std::vector<std::pair<std::string, size_t>> names;
+  auto firstOf = [](const std::vector<std::pair<std::string, size_t>>& seen,
+                    const std::string& key) -> std::optional<size_t> {
+    for (const auto& [k, i] : seen) {
+      if (k == key) {
+        return i;
+      }
+    }
+    return std::nullopt;
+  };
+  for (size_t i = 0; i < elements->size(); ++i) {
+    ValueReader& element = *(*elements)[i];
+    auto text = element.scalar("a server 'host:port:weight [name]'");
+    if (!text) {
+      continue;
+    }
+    std::string error;
+    auto server = parseServer(*text, &error);
+    if (!server) {
+      element.error(error);
+      continue;
+    }
+    server->mark = element.mark();
+    bool ok = true;
+    std::string identity = server->identity();
+    if (auto first = firstOf(identities, identity)) {
+      element.error("duplicate server " + identity + " (also servers[" + std::to_string(*first) +
+                    "])");
+      ok = false;
+    }
+    identities.emplace_back(identity, i);
+    if (!server->spec.name.empty()) {
+      if (auto first = firstOf(names, server->spec.name)) {
+        element.error("duplicate server name " + quoted(server->spec.name) + " (also servers[" +
+                      std::to_string(*first) + "])");
+        ok = false;
+      }
+      names.emplace_back(server->spec.name, i);
+    }
+    if (ok) {
+      pool.servers.push_back(std::move(*server));
+    }
+  }
+}
+
+// clang-format off
+const std::array kPoolKeys = {
+    // ---------------------------------------------------------------- twemproxy's keys
+    PoolKey{
+        .name = "listen", .type = "address", .origin = KeyOrigin::Twemproxy, .required = true,
+        .meaning = "Where clients connect: `host:port`, `[ipv6]:port`, or an absolute unix socket "
+                   "path with an optional octal mode (`/var/run/mcring.sock 0666`).",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("an address 'host:port' or '/path/to/socket [mode]'");
+          std::string error;
+          if (!text) {
+            return;
+          }
+          if (auto a = parseListenAddress(*text, &error)) {
+            p.listen = *a;
+          } else {
+            v.error(error);
+          }
+        },
+    },
+    PoolKey{
+        .name = "hash", .type = "name", .origin = KeyOrigin::Twemproxy,
+        .meaning = "Hash function applied to the key (after `hash_tag`); each is bit-identical "
+                   "to twemproxy's of the same name (`xxh3` is mcring's).",
+        .choices = &hashNames,
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setName(v, p.routing.hash, "hash function", &routing::parseHashFunction, hashNames());
+        },
+        .show = [](const PoolConfig& p) {
+          return std::string(routing::hashFunctionName(p.routing.hash));
+        },
+    },
+    PoolKey{
+        .name = "hash_tag", .type = "string", .origin = KeyOrigin::Twemproxy,
+        .meaning = "Two characters, e.g. `\"{}\"` (quoted): when a key contains both, only the "
+                   "part between them is hashed, so related keys land on one server.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("a two-character string such as \"{}\" (quote it)");
+          if (!text) {
+            return;
+          }
+          if (text->size() != 2) {
+            v.error("hash_tag must be exactly two characters, e.g. \"{}\"; got " + quoted(*text));
+            return;
+          }
+          p.routing.hash_tag = *text;
+        },
+        .show = [](const PoolConfig& p) {
+          return p.routing.hash_tag.empty() ? std::string("none")
+                                            : "\"" + p.routing.hash_tag + "\"";
+        },
+    },
+    PoolKey{
+        .name = "distribution", .type = "name", .origin = KeyOrigin::Twemproxy,
+        .meaning = "How key hashes map to servers. `ketama`, `modula` and `random` are "
+                   "twemproxy's; `jump`, `rendezvous` and `maglev` are mcring's.",
+        .choices = &distributionNames,
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setName(v, p.routing.distribution, "distribution", &routing::parseDistribution,
+                  distributionNames());
+        },
+        .show = [](const PoolConfig& p) {
+          return std::string(routing::distributionName(p.routing.distribution));
+        },
+    },
+    PoolKey{
+        .name = "timeout", .type = "integer (ms)", .origin = KeyOrigin::Twemproxy,
+        .meaning = "How long to wait to connect to a server or for its reply; 0 waits forever.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setNumber(v, p.timeout_ms, 0, kIntMax); },
+        .show = [](const PoolConfig& p) { return std::to_string(p.timeout_ms); },
+    },
+    PoolKey{
+        .name = "backlog", .type = "integer", .origin = KeyOrigin::Twemproxy,
+        .meaning = "TCP listen backlog of the pool's listening socket.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setNumber(v, p.backlog, 0, kIntMax); },
+        .show = [](const PoolConfig& p) { return std::to_string(p.backlog); },
+    },
+    PoolKey{
+        .name = "preconnect", .type = "bool", .origin = KeyOrigin::Twemproxy,
+        .meaning = "Connect to every server of the pool at start instead of on first use.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.preconnect); },
+        .show = [](const PoolConfig& p) { return showBool(p.preconnect); },
+    },
+    PoolKey{
+        .name = "client_connections", .type = "integer", .origin = KeyOrigin::Twemproxy,
+        .meaning = "Most client connections the pool accepts at once; 0: unlimited (the OS "
+                   "limit still applies).",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.client_connections, 0, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.client_connections); },
+    },
+    PoolKey{
+        .name = "server_connections", .type = "integer", .origin = KeyOrigin::Twemproxy,
+        .meaning = "Connections to each server, at least 1. twemproxy has one thread, so its "
+                   "count is per process; mcring's is per worker thread.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.server_connections, 1, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.server_connections); },
+    },
+    PoolKey{
+        .name = "auto_eject_hosts", .type = "bool", .origin = KeyOrigin::Twemproxy,
+        .meaning = "Take a server out of the ring after `server_failure_limit` consecutive "
+                   "failures, and retry it after `server_retry_timeout`.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.auto_eject_hosts); },
+        .show = [](const PoolConfig& p) { return showBool(p.auto_eject_hosts); },
+    },
+    PoolKey{
+        .name = "server_retry_timeout", .type = "integer (ms)", .origin = KeyOrigin::Twemproxy,
+        .meaning = "How long an ejected server stays out before it is tried again.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.server_retry_timeout_ms, 0, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.server_retry_timeout_ms); },
+    },
+    PoolKey{
+        .name = "server_failure_limit", .type = "integer", .origin = KeyOrigin::Twemproxy,
+        .meaning = "Consecutive failures that eject a server when `auto_eject_hosts` is true.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.server_failure_limit, 0, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.server_failure_limit); },
+    },
+    PoolKey{
+        .name = "tcpkeepalive", .type = "bool", .origin = KeyOrigin::Twemproxy,
+        .meaning = "Set SO_KEEPALIVE on accepted client connections, so dead clients are "
+                   "noticed.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.tcpkeepalive); },
+        .show = [](const PoolConfig& p) { return showBool(p.tcpkeepalive); },
+    },
+    PoolKey{
+        .name = "reuseport", .type = "bool", .origin = KeyOrigin::Twemproxy,
+        .meaning = "Set SO_REUSEPORT on the listening socket, so several processes can listen "
+                   "on the same address.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.reuseport); },
+        .show = [](const PoolConfig& p) { return showBool(p.reuseport); },
+    },
+    PoolKey{
+        .name = "servers", .type = "list", .origin = KeyOrigin::Twemproxy, .required = true,
+        .meaning = "The pool's servers, one per entry: `host:port:weight [name]` or "
+                   "`/path/to/socket:weight [name]`. Weight 1..2147483647 (required, as in "
+                   "twemproxy); the name, when given, replaces `host:port` in the ketama ring, so "
+                   "a server can move without moving its keys. No two entries may share "
+                   "`host:port` or a name.",
+        .apply = &setServers,
+    },
+    PoolKey{
+        .name = "redis", .type = "bool", .origin = KeyOrigin::Twemproxy,
+        .meaning = "Accepted only as `false`: mcring proxies memcached only.",
+        .apply = [](ValueReader& v, PoolConfig&) {
+          bool redis = false;
+          setBool(v, redis);
+          if (redis) {
+            v.error("mcring proxies memcached only; remove 'redis: true' from this pool");
+          }
+        },
+        .show = [](const PoolConfig&) { return std::string("false"); },
+    },
+    PoolKey{
+        .name = "redis_auth", .type = "string", .origin = KeyOrigin::Twemproxy,
+        .meaning = "Refused: redis-only (mcring proxies memcached only).",
+        .apply = [](ValueReader& v, PoolConfig&) {
+          v.error("redis_auth is a redis-only key; mcring proxies memcached only");
+        },
+    },
+    PoolKey{
+        .name = "redis_db", .type = "integer", .origin = KeyOrigin::Twemproxy,
+        .meaning = "Refused: redis-only (mcring proxies memcached only).",
+        .apply = [](ValueReader& v, PoolConfig&) {
+          v.error("redis_db is a redis-only key; mcring proxies memcached only");
+        },
+    },
+    // ---------------------------------------------------------------- mcring's keys
+    PoolKey{
+        .name = "ketama_compat", .type = "name", .origin = KeyOrigin::Mcring,
+        .meaning = "With `distribution: ketama`, whose ring to reproduce bit for bit, so mcring "
+                   "can replace that client or proxy without moving keys.",
+        .choices = &ketamaCompatNames,
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setName(v, p.routing.ketama_compat, "ketama_compat", &routing::parseKetamaCompat,
+                  ketamaCompatNames());
+        },
+        .show = [](const PoolConfig& p) {
+          return std::string(routing::ketamaCompatName(p.routing.ketama_compat));
+        },
+    },
+    PoolKey{
+        .name = "item_size_max", .type = "size", .origin = KeyOrigin::Mcring,
+        .meaning = "Largest value accepted from clients, in bytes or with a 1024-based suffix "
+                   "(`512k`, `1m`, `1g`), from 1k to 1g; larger stores are refused without "
+                   "reaching a server. Match memcached's `-I`.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("a size such as 1048576, 512k or 1m");
+          if (!text) {
+            return;
+          }
+          std::string error;
+          if (auto n = parseSize(*text, uint64_t{1} << 10, uint64_t{1} << 30, &error)) {
+            p.item_size_max = *n;
+          } else {
+            v.error(error);
+          }
+        },
+        .show = [](const PoolConfig& p) { return showSize(p.item_size_max); },
+    },
+    PoolKey{
+        .name = "allow_flush_all", .type = "bool", .origin = KeyOrigin::Mcring,
+        .meaning = "false: `flush_all` is answered with an error instead of being sent to every "
+                   "server of the pool.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.allow_flush_all); },
+        .show = [](const PoolConfig& p) { return showBool(p.allow_flush_all); },
+    },
+    PoolKey{
+        .name = "max_multiget_keys", .type = "integer", .origin = KeyOrigin::Mcring,
+        .meaning = "Most keys in one `get`/`gets`/`gat`/`gats`, at least 1; a longer request is "
+                   "refused.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.max_multiget_keys, 1, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.max_multiget_keys); },
+    },
+    PoolKey{
+        .name = "maglev_table_size", .type = "integer", .origin = KeyOrigin::Mcring,
+        .meaning = "With `distribution: maglev`, the lookup table size: a prime larger than the "
+                   "number of servers.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.routing.maglev_table_size, 1, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.routing.maglev_table_size); },
+    },
+};
+// clang-format on
+
+size_t editDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) {
+    row[j] = j;
+  }
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// Markdown table cells may not contain '|' or newlines.
+std::string cell(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    out += c == '|' ? std::string("\\|") : std::string(1, c);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::span<const PoolKey> poolKeys() {
+  return kPoolKeys;
+}
+
+const PoolKey* findPoolKey(std::string_view name) {
+  for (const PoolKey& key : kPoolKeys) {
+    if (key.name == name) {
+      return &key;
+    }
+  }
+  return nullptr;
+}
+
+std::string_view closestName(std::string_view name, std::span<const std::string_view> candidates) {
+  // Short names tolerate one typo, longer ones up to three.
+  size_t limit = name.size() <= 4 ? 1 : name.size() <= 8 ? 2 : 3;
+  // On a tie, prefer a candidate the name is a subsequence of: a left-out character (often an
+  // underscore) is the likeliest typo, so "fnv1a64" means "fnv1a_64", not "fnv1_64".
+  auto omits = [name](std::string_view candidate) {
+    size_t i = 0;
+    for (char c : candidate) {
+      i += i < name.size() && name[i] == c ? 1 : 0;
+    }
+    return i == name.size();
+  };
+  std::string_view best;
+  size_t best_distance = limit + 1;
+  for (std::string_view candidate : candidates) {
+    size_t d = editDistance(name, candidate);
+    if (d < best_distance || (d == best_distance && !omits(best) && omits(candidate))) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+std::string poolKeyReferenceMarkdown() {
+  const PoolConfig defaults;
+  std::string out =
+      "| key | type | default | from | meaning |\n"
+      "| --- | --- | --- | --- | --- |\n";
+  for (const PoolKey& key : kPoolKeys) {
+    std::string def = key.required ? "required" : key.show ? "`" + key.show(defaults) + "`" : "—";
+    std::string meaning(key.meaning);
+    if (key.choices) {
+      meaning += " One of: ";
+      std::string list;
+      for (auto n : key.choices()) {
+        list += list.empty() ? "" : ", ";
+        list += "`" + std::string(n) + "`";
+      }
+      meaning += list + ".";
+    }
+    out += "| `" + std::string(key.name) + "` | " + std::string(key.type) + " | " + def + " | " +
+           (key.origin == KeyOrigin::Twemproxy ? "twemproxy" : "mcring") + " | " + cell(meaning) +
+           " |\n";
+  }
+  return out;
+}
+
+}  // namespace mcring::config
