@@ -39,7 +39,7 @@ bool BackendConnection::ensureConnected() {
   }
   const auto& pool = server_.pool().config();
   tcp_ = net::TcpConnection::connect(server_.worker().loop(), server_.address(), this,
-                                     pool.timeout_ms, pool.tcpkeepalive);
+                                     pool.timeout_ms, /*keepalive=*/false);
   if (!tcp_) {
     stats::bump(server_.worker().counters().backend_connect_failures);
     server_.onFailure(BackendFailure::ConnectFailed);

@@ -59,7 +59,7 @@ ClientSession::~ClientSession() {
 }
 
 bool ClientSession::attach(int fd) {
-  tcp_ = net::TcpConnection::adopt(worker_.loop(), fd, this);
+  tcp_ = net::TcpConnection::adopt(worker_.loop(), fd, this, pool_->config().tcpkeepalive);
   if (!tcp_) {
     return false;
   }

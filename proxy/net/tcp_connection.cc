@@ -34,10 +34,13 @@ void TcpConnection::close() {
 }
 
 std::unique_ptr<TcpConnection> TcpConnection::adopt(EventLoop& loop, int fd,
-                                                    ConnectionHandler* handler) {
+                                                    ConnectionHandler* handler, bool keepalive) {
   evutil_make_socket_nonblocking(fd);
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (keepalive) {
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  }
   bufferevent* bev = bufferevent_socket_new(loop.raw(), fd, BEV_OPT_CLOSE_ON_FREE);
   if (bev == nullptr) {
     ::close(fd);

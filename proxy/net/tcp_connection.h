@@ -36,8 +36,10 @@ class TcpConnection {
   TcpConnection(const TcpConnection&) = delete;
   TcpConnection& operator=(const TcpConnection&) = delete;
 
-  // Wraps an accepted socket; starts reading.
-  static std::unique_ptr<TcpConnection> adopt(EventLoop& loop, int fd, ConnectionHandler* handler);
+  // Wraps an accepted socket; starts reading. keepalive: SO_KEEPALIVE, so dead clients are
+  // noticed (twemproxy's tcpkeepalive).
+  static std::unique_ptr<TcpConnection> adopt(EventLoop& loop, int fd, ConnectionHandler* handler,
+                                              bool keepalive = false);
   // Starts connecting; onConnected or onClosed(ConnectFailed/Timeout) follows.
   static std::unique_ptr<TcpConnection> connect(EventLoop& loop, const common::SocketAddress& address,
                                                 ConnectionHandler* handler, uint32_t timeout_ms,

@@ -122,8 +122,7 @@ bool classifyLine(std::string_view body, Reply& reply) {
       return false;
     }
     uint64_t len = 0;
-    if (!parseDigits(rest.substr(0, rest.find(' ')), std::numeric_limits<uint32_t>::max(),
-                     &len)) {
+    if (!parseDigits(rest.substr(0, rest.find(' ')), std::numeric_limits<uint32_t>::max(), &len)) {
       return false;
     }
     reply.data_length = len + 2;

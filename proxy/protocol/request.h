@@ -21,24 +21,23 @@ struct Span {
 // Why a request was rejected, with memcached's own reply text. One table for enum and text; the
 // counter name is the identifier in snake_case. Rows below LineTooLong are memcached 1.6.18's
 // command-specific texts (which command gives which is in request_parser.cc).
-#define MCRING_REQUEST_ERRORS(X)                                              \
-  X(None, "")                                                                 \
-  X(UnknownCommand, "ERROR")                                                  \
-  X(BadCommandLine, "CLIENT_ERROR bad command line format")                   \
-  X(KeyTooLong, "CLIENT_ERROR bad command line format")                       \
-  X(KeyHasControlChars, "CLIENT_ERROR bad command line format")               \
-  X(TooManyKeys, "CLIENT_ERROR too many keys")                                \
-  X(Base64Key, "CLIENT_ERROR error decoding key")                             \
-  X(BadDataChunk, "CLIENT_ERROR bad data chunk")                              \
-  X(TooLarge, "SERVER_ERROR object too large for cache")                      \
-  X(LineTooLong, "CLIENT_ERROR line too long")                                \
-  X(InvalidExptime, "CLIENT_ERROR invalid exptime argument")                  \
-  X(InvalidDelta, "CLIENT_ERROR invalid numeric delta argument")              \
-  X(DeleteUsage,                                                              \
-    "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]")   \
-  X(MetaFlagsTooLong, "CLIENT_ERROR options flags too long")                  \
-  X(MetaGetFlagsTooLong, "CLIENT_ERROR options flags are too long")           \
-  X(MetaInvalidFlag, "CLIENT_ERROR invalid or duplicate flag")                \
+#define MCRING_REQUEST_ERRORS(X)                                                         \
+  X(None, "")                                                                            \
+  X(UnknownCommand, "ERROR")                                                             \
+  X(BadCommandLine, "CLIENT_ERROR bad command line format")                              \
+  X(KeyTooLong, "CLIENT_ERROR bad command line format")                                  \
+  X(KeyHasControlChars, "CLIENT_ERROR bad command line format")                          \
+  X(TooManyKeys, "CLIENT_ERROR too many keys")                                           \
+  X(Base64Key, "CLIENT_ERROR error decoding key")                                        \
+  X(BadDataChunk, "CLIENT_ERROR bad data chunk")                                         \
+  X(TooLarge, "SERVER_ERROR object too large for cache")                                 \
+  X(LineTooLong, "CLIENT_ERROR line too long")                                           \
+  X(InvalidExptime, "CLIENT_ERROR invalid exptime argument")                             \
+  X(InvalidDelta, "CLIENT_ERROR invalid numeric delta argument")                         \
+  X(DeleteUsage, "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]") \
+  X(MetaFlagsTooLong, "CLIENT_ERROR options flags too long")                             \
+  X(MetaGetFlagsTooLong, "CLIENT_ERROR options flags are too long")                      \
+  X(MetaInvalidFlag, "CLIENT_ERROR invalid or duplicate flag")                           \
   X(GatWithoutKeys, "END")
 
 enum class RequestError : uint8_t {
@@ -55,6 +54,7 @@ std::string_view requestErrorName(RequestError e);
 // Filled by RequestParser::parse(). Reused across requests (the parser clears it), so a session
 // keeps one and the key vector stops allocating after warm-up.
 struct Request {
+  // Also set when parse() returns Invalid, except for UnknownCommand and LineTooLong.
   Command command = Command::Get;
   // Bytes of the command line including its terminator ("\r\n", or a bare "\n" as memcached
   // accepts).

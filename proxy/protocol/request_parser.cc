@@ -178,9 +178,9 @@ bool decodeBase64Key(std::string_view text, std::string& out) {
   }
   const size_t decoded = n / 4 * 3;
   out.resize(decoded);
-  const int got = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                  reinterpret_cast<const unsigned char*>(text.data()),
-                                  static_cast<int>(n));
+  const int got =
+      EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                      reinterpret_cast<const unsigned char*>(text.data()), static_cast<int>(n));
   if (got < 0 || static_cast<size_t>(got) != decoded) {
     out.clear();
     return false;
@@ -209,7 +209,7 @@ bool lookupCommand(std::string_view name, Command* out) {
 // exceed max_line? 1 yes, 0 no, -1 not enough bytes to tell yet.
 int startsRetrievalLine(std::string_view input) {
   size_t i = 0;
-  while (i < input.size() && input[i] == ' ') {
+  while (i < input.size() && i <= kMaxLeadingSpaces && input[i] == ' ') {
     ++i;
   }
   if (i > kMaxLeadingSpaces) {
@@ -630,17 +630,18 @@ ParseStatus RequestParser::parse(std::string_view input, Request& req) const {
     if (input.size() <= limit) {
       return ParseStatus::Incomplete;
     }
-    const int retrieval = startsRetrievalLine(input.substr(0, limit + 1));
+    // Looks at no more than 106 bytes, whatever the limit.
+    const int retrieval = startsRetrievalLine(input);
     if (retrieval < 0) {
       return ParseStatus::Incomplete;
     }
-    const size_t long_limit = limits_.max_retrieval_line > limit ? limits_.max_retrieval_line : limit;
+    const size_t long_limit =
+        limits_.max_retrieval_line > limit ? limits_.max_retrieval_line : limit;
     if (retrieval == 0 || long_limit == limit) {
       return lineTooLong(req);
     }
     scan = input.size() < long_limit + 1 ? input.size() : long_limit + 1;
-    nl = static_cast<const char*>(
-        std::memchr(input.data() + limit + 1, '\n', scan - (limit + 1)));
+    nl = static_cast<const char*>(std::memchr(input.data() + limit + 1, '\n', scan - (limit + 1)));
     if (nl == nullptr) {
       return input.size() <= long_limit ? ParseStatus::Incomplete : lineTooLong(req);
     }
