@@ -30,14 +30,18 @@ uint32_t quietMask(Command c) {
       return bit(ReplyKind::MetaMiss);
     case Command::MetaSet:
     case Command::MetaDelete:
-    case Command::MetaArithmetic:
       return bit(ReplyKind::MetaHit);
+    case Command::MetaArithmetic:
+      return bit(ReplyKind::MetaHit) | bit(ReplyKind::MetaValue);
     default:
       return 0;
   }
 }
 
 bool startsWithRetrieval(std::string_view s) {
+  while (!s.empty() && s.front() == ' ') {
+    s.remove_prefix(1);  // memcached skips leading spaces (up to 100) before deciding
+  }
   return s.starts_with("get ") || s.starts_with("gets ") || s.starts_with("gat ") ||
          s.starts_with("gats ");
 }
@@ -125,7 +129,7 @@ void ClientSession::processInput() {
     if (nl == net::Buffer::npos) {
       scanned_ = avail;
       if (avail > limits.max_line) {
-        std::string_view head = in.contiguous(std::min<size_t>(avail, 8));
+        std::string_view head = in.contiguous(std::min<size_t>(avail, 112));
         if (!startsWithRetrieval(head) || avail > limits.max_retrieval_line) {
           protocol::Request tooLong;
           tooLong.error = protocol::RequestError::LineTooLong;
@@ -169,7 +173,9 @@ void ClientSession::processInput() {
         in.drain(need);
         protocol::Request bad;
         bad.error = protocol::RequestError::BadDataChunk;
-        bad.noreply = req_.noreply;
+        // Classic noreply silences it; meta q does not (memcached sends the error).
+        bad.noreply = req_.noreply &&
+                      protocol::commandClass(req_.command) != CommandClass::Meta;
         rejectRequest(bad);
         continue;
       }
@@ -207,10 +213,9 @@ void ClientSession::rejectRequest(const protocol::Request& req) {
   PendingRequest* r = newRequest();
   std::string reply(protocol::requestErrorText(req.error));
   reply += "\r\n";
-  // memcached sends these two through out_string(), which noreply silences; the other errors
-  // are sent even with noreply.
-  if (req.noreply && (req.error == protocol::RequestError::TooLarge ||
-                      req.error == protocol::RequestError::BadDataChunk)) {
+  // The parser sets noreply on a rejected request exactly when memcached stays silent (classic
+  // commands once "noreply" was read; never for meta commands).
+  if (req.noreply) {
     reply.clear();
   }
   r->close_after = req.close;

@@ -1,0 +1,222 @@
+// Accumulate-and-reparse drivers for the protocol parsers, and text descriptions of their results.
+#include "fragment_harness.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace mcring::protocol::testing {
+namespace {
+
+const char* replyKindName(ReplyKind kind) {
+  switch (kind) {
+#define MCRING_X(id, token) \
+  case ReplyKind::id:       \
+    return #id;
+    MCRING_REPLY_KINDS(MCRING_X)
+#undef MCRING_X
+  }
+  return "?";
+}
+
+bool describesArgs(Command c) {
+  const CommandClass cls = commandClass(c);
+  return cls == CommandClass::Local || cls == CommandClass::Broadcast ||
+         cls == CommandClass::MetaNoop || cls == CommandClass::Meta;
+}
+
+}  // namespace
+
+std::string escape(std::string_view bytes) {
+  std::string out;
+  for (const char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b >= 0x7f || c == '\\') {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\x%02x", b);
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string describeRequest(ParseStatus status, const Request& req, std::string_view input,
+                            uint64_t consumed) {
+  const std::string len = " len=" + std::to_string(consumed);
+  if (status == ParseStatus::Invalid) {
+    std::string s = "!";
+    if (req.error != RequestError::UnknownCommand && req.error != RequestError::LineTooLong) {
+      s += std::string(commandName(req.command)) + " ";
+    }
+    s += std::string(requestErrorName(req.error));
+    if (req.noreply) {
+      s += " noreply";
+    }
+    if (req.close) {
+      s += " close";
+    }
+    if (req.swallow_length > 0) {
+      s += " swallow=" + std::to_string(req.swallow_length);
+    }
+    return s + len;
+  }
+  const std::string_view line = input.substr(0, req.line_length);
+  std::string s(commandName(req.command));
+  if (!req.exptime.empty()) {
+    s += " exptime=" + escape(req.exptime.in(line));
+  }
+  if (!req.keys.empty()) {
+    s += " keys=";
+    for (size_t i = 0; i < req.keys.size(); ++i) {
+      s += (i > 0 ? "," : "") + escape(req.keys[i].in(line));
+    }
+  }
+  if (req.key_base64) {
+    s += " decoded=" + escape(req.routingKey(line, 0));
+  }
+  if (req.has_data) {
+    s += " data=" + std::to_string(req.value_length);
+  }
+  if (req.noreply) {
+    s += " noreply=[" + escape(req.noreply_token.in(line)) + "]";
+  }
+  if (describesArgs(req.command)) {
+    s += " args=[" + escape(req.args.in(line)) + "]";
+  }
+  return s + len;
+}
+
+std::string describeReply(ParseStatus status, const Reply& reply, std::string_view input,
+                          uint64_t consumed) {
+  if (status == ParseStatus::Invalid) {
+    return "!invalid";
+  }
+  std::string s = replyKindName(reply.kind);
+  if (reply.kind == ReplyKind::Value) {
+    s += " key=" + escape(reply.key.in(input.substr(0, reply.line_length)));
+  }
+  if (reply.data_length > 0) {
+    s += " data=" + std::to_string(reply.data_length);
+  }
+  return s + " len=" + std::to_string(consumed);
+}
+
+std::vector<size_t> chunksOf(size_t input_size, size_t chunk) {
+  std::vector<size_t> cuts;
+  for (size_t at = chunk; at < input_size; at += chunk) {
+    cuts.push_back(at);
+  }
+  cuts.push_back(input_size);
+  return cuts;
+}
+
+std::vector<size_t> splitAt(size_t input_size, size_t at) {
+  if (at == 0 || at >= input_size) {
+    return {input_size};
+  }
+  return {at, input_size};
+}
+
+std::string joinLines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& line : lines) {
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+std::vector<std::vector<size_t>> allFragmentations(size_t input_size) {
+  std::vector<std::vector<size_t>> all;
+  all.push_back({input_size});
+  for (size_t at = 1; at < input_size; ++at) {
+    all.push_back(splitAt(input_size, at));
+  }
+  for (const size_t chunk : {1, 2, 5, 10, 100}) {
+    all.push_back(chunksOf(input_size, chunk));
+  }
+  return all;
+}
+
+namespace {
+
+// The shared loop: `step` frames one unit at the front of the buffer and returns whether to go
+// on, setting the bytes to drop (which may exceed what is buffered) or leaving them 0 to wait.
+template <typename Step>
+std::vector<std::string> feed(std::string_view input, const std::vector<size_t>& cuts, Step step) {
+  std::vector<std::string> out;
+  std::string buffer;
+  uint64_t discard = 0;
+  size_t from = 0;
+  bool stopped = false;
+  for (const size_t to : cuts) {
+    buffer.append(input.substr(from, to - from));
+    from = to;
+    for (;;) {
+      if (discard > 0) {
+        const uint64_t drop = std::min<uint64_t>(discard, buffer.size());
+        buffer.erase(0, drop);
+        discard -= drop;
+        if (discard > 0) {
+          break;
+        }
+      }
+      if (stopped || buffer.empty()) {
+        break;
+      }
+      uint64_t consumed = 0;
+      bool go_on = true;
+      if (!step(std::string_view(buffer), &consumed, &go_on, &out)) {
+        break;  // incomplete: wait for more bytes
+      }
+      if (!go_on) {
+        stopped = true;
+        break;
+      }
+      discard = consumed;
+    }
+    if (stopped) {
+      break;
+    }
+  }
+  out.push_back("rest=" + std::to_string(stopped ? 0 : buffer.size()) +
+                " discard=" + std::to_string(discard));
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> feedRequests(const RequestParser& parser, std::string_view input,
+                                      const std::vector<size_t>& cuts) {
+  Request req;
+  return feed(
+      input, cuts,
+      [&](std::string_view buffer, uint64_t* consumed, bool* go_on, std::vector<std::string>* out) {
+        const ParseStatus status = frameRequest(parser, buffer, req, consumed);
+        if (status == ParseStatus::Incomplete) {
+          return false;
+        }
+        out->push_back(describeRequest(status, req, buffer, *consumed));
+        *go_on = !req.close;
+        return true;
+      });
+}
+
+std::vector<std::string> feedReplies(std::string_view input, const std::vector<size_t>& cuts) {
+  const ReplyParser parser;
+  Reply reply;
+  return feed(
+      input, cuts,
+      [&](std::string_view buffer, uint64_t* consumed, bool* go_on, std::vector<std::string>* out) {
+        const ParseStatus status = frameReply(parser, buffer, reply, consumed);
+        if (status == ParseStatus::Incomplete) {
+          return false;
+        }
+        out->push_back(describeReply(status, reply, buffer, *consumed));
+        *go_on = status == ParseStatus::Ok;
+        return true;
+      });
+}
+
+}  // namespace mcring::protocol::testing
