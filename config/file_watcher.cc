@@ -35,16 +35,43 @@ bool FileWatcher::open(const std::string& config_path, std::string* error) {
     *error = std::string("inotify_init1: ") + std::strerror(errno);
     return false;
   }
-  addWatch(dirOf(config_path));
-  char resolved[PATH_MAX];
-  if (realpath(config_path.c_str(), resolved) != nullptr) {
-    addWatch(dirOf(resolved));
-  }
+  path_ = config_path;
+  refresh();
   if (dirs_.empty()) {
     *error = "cannot watch the directory of " + config_path;
     return false;
   }
   return true;
+}
+
+void FileWatcher::refresh() {
+  auto addName = [this](const std::string& n) {
+    if (std::find(names_.begin(), names_.end(), n) == names_.end()) {
+      names_.push_back(n);
+    }
+  };
+  addName("..data");  // Kubernetes ConfigMap projection swaps this symlink
+  // Follow the symlink chain by hand, so that every link on the way is watched by name.
+  std::string p = path_;
+  for (int hops = 0; hops < 16; ++hops) {
+    addWatch(dirOf(p));
+    size_t slash = p.rfind('/');
+    addName(slash == std::string::npos ? p : p.substr(slash + 1));
+    char target[PATH_MAX];
+    ssize_t n = readlink(p.c_str(), target, sizeof(target) - 1);
+    if (n <= 0) {
+      break;
+    }
+    target[n] = '\0';
+    std::string t(target);
+    p = (!t.empty() && t[0] == '/') ? t : dirOf(p) + "/" + t;
+  }
+  char resolved[PATH_MAX];
+  if (realpath(path_.c_str(), resolved) != nullptr) {
+    std::string r(resolved);
+    addWatch(dirOf(r));
+    addName(r.substr(r.rfind('/') + 1));
+  }
 }
 
 void FileWatcher::addWatch(const std::string& dir) {
@@ -60,15 +87,29 @@ void FileWatcher::addWatch(const std::string& dir) {
 
 bool FileWatcher::drain() {
   alignas(inotify_event) char buf[16 * 1024];
-  bool any = false;
+  bool relevant = false;
   for (;;) {
     ssize_t n = ::read(fd_, buf, sizeof(buf));
     if (n <= 0) {
       break;
     }
-    any = true;
+    for (ssize_t off = 0; off < n;) {
+      const auto* ev = reinterpret_cast<const inotify_event*>(buf + off);
+      off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+      if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_Q_OVERFLOW)) {
+        relevant = true;
+        continue;
+      }
+      std::string name = ev->len > 0 ? std::string(ev->name) : std::string();
+      if (std::find(names_.begin(), names_.end(), name) != names_.end()) {
+        relevant = true;
+      }
+    }
   }
-  return any;
+  if (relevant) {
+    refresh();  // a link may now point somewhere new
+  }
+  return relevant;
 }
 
 }  // namespace mcring::config

@@ -21,13 +21,21 @@ class FileWatcher {
   // Starts watching; false (and *error) if inotify is unavailable.
   bool open(const std::string& config_path, std::string* error);
   int fd() const { return fd_; }
-  // Reads pending events; true if any may concern the config file.
+  // Reads pending events; true if any may concern the config file: an event on a name along
+  // the path to it (the file, a symlink on the way, the kubelet's `..data`), or a watched
+  // directory itself going away. Events on other files (a log file next to the config) are
+  // ignored, so they cannot cause reloads.
   bool drain();
 
  private:
+  // Resolves the path again (a symlink may have been repointed into another directory) and
+  // watches every directory and name on the way.
+  void refresh();
   void addWatch(const std::string& dir);
   int fd_ = -1;
+  std::string path_;
   std::vector<std::string> dirs_;
+  std::vector<std::string> names_;  // basenames that matter
 };
 
 }  // namespace mcring::config

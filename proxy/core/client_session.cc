@@ -84,7 +84,8 @@ void ClientSession::onReadable() {
 }
 
 bool ClientSession::throttled() const {
-  return fifo_.size() >= kMaxPending || (tcp_ && tcp_->output().size() >= kMaxOutputBytes);
+  return fifo_.size() >= kMaxPending ||
+         (tcp_ && tcp_->output().size() + queued_reply_bytes_ >= kMaxOutputBytes);
 }
 
 void ClientSession::updateReading() {
@@ -551,6 +552,8 @@ void ClientSession::answerLocal(std::string_view line) {
 void ClientSession::onRequestComplete(PendingRequest* r) {
   if (!fifo_.empty() && fifo_.front() == r) {
     flush();
+  } else {
+    queued_reply_bytes_ += r->reply.size();
   }
 }
 
@@ -560,10 +563,16 @@ void ClientSession::flush() {
   }
   net::Buffer& out = tcp_->output();
   bool close_now = false;
+  // The head's reply was never counted as queued (it is flushed the moment it completes).
+  PendingRequest* head_before = fifo_.empty() ? nullptr : fifo_.front();
   while (!fifo_.empty() && fifo_.front()->complete) {
     PendingRequest* r = fifo_.front();
     fifo_.pop_front();
-    stats::bump(worker_.counters().bytes_written, r->reply.size());
+    size_t n = r->reply.size();
+    if (r != head_before) {
+      queued_reply_bytes_ -= std::min<uint64_t>(queued_reply_bytes_, n);
+    }
+    stats::bump(worker_.counters().bytes_written, n);
     r->reply.moveAllTo(out);
     close_now = r->close_after;
     r->session = nullptr;

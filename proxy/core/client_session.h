@@ -42,8 +42,11 @@ class ClientSession : public net::ConnectionHandler {
   void onWritable() override;
   void onClosed(net::CloseReason reason, int error) override;
 
-  // Limits on what one client may have outstanding before it is no longer read.
-  static constexpr size_t kMaxPending = 4096;
+  // Limits on what one client may have outstanding before it is no longer read: requests in
+  // flight, and reply bytes waiting for it (written-out or still queued behind an earlier
+  // request). Memory per client is bounded by kMaxOutputBytes plus the replies of at most
+  // kMaxPending requests already sent when the limit was reached.
+  static constexpr size_t kMaxPending = 1024;
   static constexpr size_t kMaxOutputBytes = 4 * 1024 * 1024;
 
  private:
@@ -75,6 +78,7 @@ class ClientSession : public net::ConnectionHandler {
   std::vector<uint32_t> routes_;          // scratch: server of each key of a multi-get
   std::vector<int32_t> fragment_of_;      // scratch: fragment of each server, -1 if none
   uint64_t swallow_ = 0;                  // bytes of a rejected data block still to discard
+  uint64_t queued_reply_bytes_ = 0;       // replies complete but waiting behind an earlier one
   size_t scanned_ = 0;                    // input already searched for "\n" without success
   bool reading_ = true;
   bool read_eof_ = false;

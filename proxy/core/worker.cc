@@ -38,6 +38,9 @@ Worker::~Worker() {
   for (auto& server : draining_) {
     server->abortAll(BackendFailure::ConnectionClosed);
   }
+  // Backends count into backend_stats_ and counters_ while they go: destroy them first.
+  draining_.clear();
+  pools_.clear();
 }
 
 void Worker::start(std::shared_ptr<const config::Topology> topology) {

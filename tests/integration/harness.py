@@ -285,7 +285,7 @@ class Mcring:
     """mcring running one pool whose servers are given as YAML server lines."""
 
     def __init__(self, servers, tmpdir, hash="fnv1a_64", distribution="ketama", timeout_ms=1000,
-                 extra=None, args=(), pool="alpha"):
+                 extra=None, args=(), pool="alpha", config_path=None):
         self.tmpdir = tmpdir
         self.pool = pool
         self.servers = servers
@@ -293,7 +293,10 @@ class Mcring:
         self.args = list(args)
         self.proc = None
         self.port = None
-        self.config_path = os.path.join(tmpdir, "mcring.yml")
+        # config_path: put the config elsewhere (e.g. a directory of its own, so that the log
+        # file's writes are not events in the watched directory; or a kubelet-style symlink).
+        self.config_path = config_path or os.path.join(tmpdir, "mcring.yml")
+        self.admin_port = None
         self.log_path = os.path.join(tmpdir, "mcring.log")
         self._log = None
         self.start()
@@ -312,7 +315,8 @@ class Mcring:
             self.write_config(port)
             self._log = open(self.log_path, "ab")
             # A free admin/stats port too: the default (22222) would collide between instances.
-            cmd = [MCRING_BIN, "-c", self.config_path, "-s", str(free_port()), "-a", HOST]
+            admin_port = free_port()
+            cmd = [MCRING_BIN, "-c", self.config_path, "-s", str(admin_port), "-a", HOST]
             proc = _track(subprocess.Popen(cmd + self.args,
                                            stdin=subprocess.DEVNULL, stdout=self._log,
                                            stderr=subprocess.STDOUT, cwd=self.tmpdir,
@@ -321,6 +325,9 @@ class Mcring:
             while time.monotonic() < deadline and proc.poll() is None:
                 if port_accepts(port):
                     self.proc, self.port = proc, port
+                    explicit = any(a in ("-s", "--stats-port") or a.startswith("--stats-port=")
+                                   for a in self.args)
+                    self.admin_port = None if explicit else admin_port
                     return self
                 time.sleep(0.02)
             stop_process(proc, signal.SIGKILL, 1.0)
@@ -675,6 +682,145 @@ def set_many_raw(conn, items, batch=500, timeout=20):
 
 
 # ------------------------------------------------------------------------------------------------
+# Process resources, reload history, admin HTTP (reload / chaos / abuse tests)
+
+
+def proc_fd_count(pid):
+    """Open file descriptors of a process (entries of /proc/PID/fd)."""
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+def proc_rss_kb(pid):
+    """Resident set size of a process in KiB (VmRSS of /proc/PID/status)."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS for pid %d" % pid)
+
+
+_RELOAD_FIELD_RE = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|\S*)')
+
+
+def parse_reloads(reply):
+    """[{id, time, source, result, generation, diff, error}] from a `stats reloads` reply, oldest
+    first (ints for id/time/generation; quoted strings unquoted)."""
+    assert reply.endswith(b"END\r\n"), "stats reloads reply does not end with END: %r" % reply[-120:]
+    out = []
+    for line in reply[:-5].decode(errors="replace").split("\r\n"):
+        if not line:
+            continue
+        m = re.match(r"STAT reload:(\d+) (.*)$", line)
+        assert m, "not a reload line: %r" % line
+        rec = {"id": int(m.group(1))}
+        for k, v in _RELOAD_FIELD_RE.findall(m.group(2)):
+            if v.startswith('"') and v.endswith('"') and len(v) >= 2:
+                v = v[1:-1]
+            rec[k] = int(v) if k in ("time", "generation") and v.isdigit() else v
+        out.append(rec)
+    return out
+
+
+def admin_http(port, method="GET", path="/stats", timeout=5.0):
+    """One HTTP/1.0-style request to mcring's admin endpoint: (status, body bytes)."""
+    with socket.create_connection((HOST, port), timeout=timeout) as s:
+        s.settimeout(timeout)
+        s.sendall(("%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+                   % (method, path, HOST)).encode())
+        data = b""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                d = s.recv(1 << 16)
+            except socket.timeout:
+                break
+            if not d:
+                break
+            data += d
+    head, _, body = data.partition(b"\r\n\r\n")
+    m = re.match(rb"HTTP/1\.[01] (\d+)", head)
+    return (int(m.group(1)) if m else 0), body
+
+
+class ConfigDir:
+    """A watched config directory, written the ways editors, tools and the kubelet write it.
+
+    `path` (DIR/mcring.yml) is a plain file ("file" layout), gone ("missing"), or the kubelet's
+    ConfigMap projection ("symlink"): DIR/mcring.yml -> ..data/mcring.yml, ..data -> ..<ts>/,
+    where ..<ts>/ holds the files. Keep mcring's log elsewhere: every write in a watched
+    directory is an inotify event."""
+
+    def __init__(self, root, name="conf"):
+        self.dir = os.path.join(root, name)
+        os.mkdir(self.dir)
+        # Temporary files are written here (same file system, not watched) and renamed in, so
+        # one update is one burst of events however slow the write: a temporary file in the
+        # watched directory that takes longer than the debounce to write is a reload of its own.
+        self.staging = os.path.join(root, name + ".staging")
+        os.mkdir(self.staging)
+        self.path = os.path.join(self.dir, "mcring.yml")
+        self.layout = "missing"
+        self.ts_dir = None
+        self.n = 0
+
+    def write_inplace(self, text):
+        """An editor that truncates and rewrites the file in place (plain-file layout)."""
+        assert self.layout in ("file", "missing"), self.layout
+        with open(self.path, "w") as f:
+            f.write(text)
+        self.layout = "file"
+
+    def write_rename(self, text, tmp_in_dir=False):
+        """A temporary file renamed over the config (atomic replace). tmp_in_dir: write it in
+        the watched directory itself, as many editors do (then a slow write can be seen)."""
+        self.n += 1
+        tmp = os.path.join(self.dir if tmp_in_dir else self.staging, ".mcring.yml.%d.tmp" % self.n)
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.rename(tmp, self.path)
+        self.layout = "file"
+
+    def k8s_swap(self, text, extra_files=None):
+        """The kubelet's AtomicWriter, step by step: a new timestamped directory holding every
+        key of the ConfigMap, a `..data_tmp` symlink to it renamed over `..data`, the
+        user-visible symlink `mcring.yml -> ..data/mcring.yml` created when missing, then the old
+        timestamped directory removed."""
+        self.n += 1
+        ts = "..2026_01_01_00_00_00.%09d" % self.n
+        os.mkdir(os.path.join(self.dir, ts))
+        files = {"mcring.yml": text}
+        files.update(extra_files or {})
+        for name, body in files.items():
+            with open(os.path.join(self.dir, ts, name), "w") as f:
+                f.write(body)
+        tmp_link = os.path.join(self.dir, "..data_tmp")
+        os.symlink(ts, tmp_link)
+        os.rename(tmp_link, os.path.join(self.dir, "..data"))
+        for name in files:
+            visible = os.path.join(self.dir, name)
+            if name != "mcring.yml" or self.layout != "symlink":
+                if not os.path.islink(visible):
+                    link = os.path.join(self.dir, "." + name + ".link")
+                    os.symlink(os.path.join("..data", name), link)
+                    os.rename(link, visible)
+        old, self.ts_dir = self.ts_dir, ts
+        if old:
+            shutil.rmtree(os.path.join(self.dir, old))
+        self.layout = "symlink"
+
+    def write_natural(self, text):
+        """How this layout is updated: a kubelet swap for the projection, a rename otherwise."""
+        if self.layout == "symlink":
+            self.k8s_swap(text)
+        else:
+            self.write_rename(text)
+
+    def delete(self):
+        os.unlink(self.path)
+        self.layout = "missing"
+
+
+# ------------------------------------------------------------------------------------------------
 # Base test case
 
 requires_proxy = unittest.skipIf(DIRECT, "proxy-specific (MCRING_TARGET=direct)")
@@ -713,6 +859,14 @@ class IntegrationCase(unittest.TestCase):
             if failed:
                 self.dump_log(cl)
             cl.close()
+
+    def dump_log_on_failure(self, proxy):
+        """For an Mcring started outside a Cluster: print its log tail if the test fails."""
+        def dump():
+            if self.failed():
+                sys.stderr.write("\n--- mcring log tail (%s) ---\n%s\n--- end log ---\n"
+                                 % (self.id(), proxy.log_tail()))
+        self.addCleanup(dump)
 
     def cluster(self, *args, **kw):
         cl = Cluster(*args, **kw)
