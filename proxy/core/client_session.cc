@@ -84,8 +84,15 @@ void ClientSession::onReadable() {
 }
 
 bool ClientSession::throttled() const {
-  return fifo_.size() >= kMaxPending ||
-         (tcp_ && tcp_->output().size() + queued_reply_bytes_ >= kMaxOutputBytes);
+  if (fifo_.size() >= kMaxPending) {
+    return true;
+  }
+  if (!tcp_) {
+    return false;
+  }
+  uint64_t buffered = tcp_->output().size() + queued_reply_bytes_;
+  peak_buffered_ = std::max(peak_buffered_, buffered);
+  return buffered >= kMaxOutputBytes;
 }
 
 void ClientSession::updateReading() {

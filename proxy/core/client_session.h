@@ -36,6 +36,8 @@ class ClientSession : public net::ConnectionHandler {
   // Shutdown or pool removal: stop reading, finish what is in flight, then close.
   void beginDrain();
   bool closed() const { return closed_; }
+  // Most reply bytes this client ever had waiting (to decide whether to give memory back).
+  uint64_t peakBuffered() const { return peak_buffered_; }
   PoolRuntime& pool() { return *pool_; }
 
   void onReadable() override;
@@ -46,7 +48,7 @@ class ClientSession : public net::ConnectionHandler {
   // flight, and reply bytes waiting for it (written-out or still queued behind an earlier
   // request). Memory per client is bounded by kMaxOutputBytes plus the replies of at most
   // kMaxPending requests already sent when the limit was reached.
-  static constexpr size_t kMaxPending = 1024;
+  static constexpr size_t kMaxPending = 256;
   static constexpr size_t kMaxOutputBytes = 4 * 1024 * 1024;
 
  private:
@@ -79,6 +81,7 @@ class ClientSession : public net::ConnectionHandler {
   std::vector<int32_t> fragment_of_;      // scratch: fragment of each server, -1 if none
   uint64_t swallow_ = 0;                  // bytes of a rejected data block still to discard
   uint64_t queued_reply_bytes_ = 0;       // replies complete but waiting behind an earlier one
+  mutable uint64_t peak_buffered_ = 0;
   size_t scanned_ = 0;                    // input already searched for "\n" without success
   bool reading_ = true;
   bool read_eof_ = false;

@@ -1,6 +1,7 @@
 // Worker: thread, event loop, topology switching, session lifetime, shutdown.
 #include "proxy/core/worker.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include "proxy/common/log.h"
@@ -126,8 +127,15 @@ void Worker::retire(ClientSession* session) {
 void Worker::reapRetired() {
   std::vector<ClientSession*> dead;
   dead.swap(retired_);
+  bool big = false;
   for (ClientSession* s : dead) {
+    big = big || s->peakBuffered() >= ClientSession::kMaxOutputBytes / 2;
     delete s;
+  }
+  if (big) {
+    // A client that had megabytes of replies waiting is gone: give that memory back to the OS
+    // rather than let the allocator keep it (rare, so the cost of trimming does not matter).
+    malloc_trim(0);
   }
   checkShutdownDone();
 }
