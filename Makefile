@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 SAN_LOGS := $(CURDIR)/build-asan/sanitizer-logs
 
-.PHONY: all deps build test test-release test-asan run asan tsan test-tsan fuzz package clean
+.PHONY: all deps build test test-release test-asan run asan tsan test-tsan fuzz differential package clean
 
 all: build
 
@@ -59,8 +59,46 @@ fuzz: deps
 	cmake --build build-fuzz -j$(JOBS) --target fuzz_targets
 	packaging/run-fuzzers.sh build-fuzz $(FUZZ_SECONDS)
 
+# A longer differential run against memcached (make test runs a fixed seed, 3,000 commands).
+DIFF_SEED ?= $(shell date +%s)
+DIFF_COMMANDS ?= 100000
+differential: build
+	cd tests/integration && MCRING_BIN=$(CURDIR)/$(BUILD)/mcring MCRING_DIFF_SEED=$(DIFF_SEED) \
+	  MCRING_DIFF_COMMANDS=$(DIFF_COMMANDS) /usr/bin/python3 -m unittest -v test_differential
+
 package: build
 	cd $(BUILD) && cpack -G DEB
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-fuzz
+
+# Instructions per request of the in-process hot path (bench/micro/hot_path_bench.cc: parse,
+# route, frame replies) under callgrind. Two iteration counts, so that startup (ring build,
+# input generation) cancels out: (Ir(N2) - Ir(N1)) / (requests(N2) - requests(N1)).
+PERF_BUILD ?= build-perf
+HOT_N1 ?= 1000
+HOT_N2 ?= 11000
+.PHONY: bench-instructions
+bench-instructions:
+	@command -v valgrind >/dev/null || { echo "bench-instructions needs valgrind: apt-get install valgrind" >&2; exit 1; }
+	cmake -S . -B $(PERF_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(PERF_BUILD) --target hot_path_bench -j$(JOBS)
+	@set -e; cd $(PERF_BUILD); \
+	for n in $(HOT_N1) $(HOT_N2); do \
+	  echo "valgrind --tool=callgrind --callgrind-out-file=$(PERF_BUILD)/callgrind.hot_path.$$n.out ./hot_path_bench $$n"; \
+	  valgrind --tool=callgrind --callgrind-out-file=callgrind.hot_path.$$n.out \
+	    ./hot_path_bench $$n > hot_path.$$n.txt 2> callgrind.hot_path.$$n.log; \
+	done; \
+	ir1=$$(awk '/^(summary|totals):/ {print $$2; exit}' callgrind.hot_path.$(HOT_N1).out); \
+	ir2=$$(awk '/^(summary|totals):/ {print $$2; exit}' callgrind.hot_path.$(HOT_N2).out); \
+	rq1=$$(awk '$$1 == "requests" {print $$2}' hot_path.$(HOT_N1).txt); \
+	rq2=$$(awk '$$1 == "requests" {print $$2}' hot_path.$(HOT_N2).txt); \
+	ky1=$$(awk '$$1 == "keys" {print $$2}' hot_path.$(HOT_N1).txt); \
+	ky2=$$(awk '$$1 == "keys" {print $$2}' hot_path.$(HOT_N2).txt); \
+	echo "N=$(HOT_N1): $$rq1 requests, $$ir1 Ir;  N=$(HOT_N2): $$rq2 requests, $$ir2 Ir"; \
+	awk -v i1=$$ir1 -v i2=$$ir2 -v r1=$$rq1 -v r2=$$rq2 -v k1=$$ky1 -v k2=$$ky2 'BEGIN { \
+	  printf "instructions per request: %.1f  (per key routed: %.1f; startup %.0f Ir)\n", \
+	    (i2 - i1) / (r2 - r1), (i2 - i1) / (k2 - k1), i1 - (i2 - i1) / (r2 - r1) * r1 }'; \
+	echo "top functions (self Ir, N=$(HOT_N2)):"; \
+	callgrind_annotate --inclusive=no callgrind.hot_path.$(HOT_N2).out 2>/dev/null | \
+	  awk '/^ *[0-9,]+ +\(/ && !/PROGRAM TOTALS/' | head -12

@@ -159,6 +159,27 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
   uint64_t n = rep.totalLength();
   switch (f.delivery) {
     case Delivery::Direct:
+      if (f.expect == Expect::UntilNoop) {
+        // The backend applied the q flag itself; the `mn` we added marks the end.
+        if (rep.kind == ReplyKind::MetaNoop) {
+          if (r->command == protocol::Command::MetaGet && hits_in_reply_ == 0) {
+            stats::bump(server_.stats().get_misses);
+          }
+          hits_in_reply_ = 0;
+          in.drain(n);
+          return Step::Done;
+        }
+        if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat) {
+          return Step::Desync;
+        }
+        if (r->command == protocol::Command::MetaGet &&
+            (rep.kind == ReplyKind::MetaValue || rep.kind == ReplyKind::MetaHit)) {
+          stats::bump(server_.stats().get_hits);
+        }
+        ++hits_in_reply_;
+        in.moveTo(r->reply, n);
+        return Step::More;
+      }
       if (f.expect == Expect::OneUnit) {
         if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat) {
           return Step::Desync;
@@ -167,7 +188,9 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
           bool hit = rep.kind == ReplyKind::MetaValue || rep.kind == ReplyKind::MetaHit;
           stats::bump(hit ? server_.stats().get_hits : server_.stats().get_misses);
         }
-        if ((r->noreply && !rep.isError()) || r->suppressed(rep.kind)) {
+        // Classic noreply: memcached silences every reply but SERVER_ERROR (sent through its
+        // out_errstring(), which ignores noreply); the proxy does the same with the backend's.
+        if (r->noreply && rep.kind != ReplyKind::ServerError) {
           in.drain(n);
         } else {
           in.moveTo(r->reply, n);

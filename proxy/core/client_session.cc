@@ -20,24 +20,6 @@ using protocol::ReplyKind;
 
 namespace {
 
-constexpr uint32_t bit(ReplyKind k) { return 1U << static_cast<uint32_t>(k); }
-
-// Meta 'q' hides the "nothing to report" reply of each command, as memcached 1.6 does: mg hides
-// EN, ms/md/ma hide HD. Everything else (NF, NS, EX, errors) is still returned.
-uint32_t quietMask(Command c) {
-  switch (c) {
-    case Command::MetaGet:
-      return bit(ReplyKind::MetaMiss);
-    case Command::MetaSet:
-    case Command::MetaDelete:
-      return bit(ReplyKind::MetaHit);
-    case Command::MetaArithmetic:
-      return bit(ReplyKind::MetaHit) | bit(ReplyKind::MetaValue);
-    default:
-      return 0;
-  }
-}
-
 bool startsWithRetrieval(std::string_view s) {
   while (!s.empty() && s.front() == ' ') {
     s.remove_prefix(1);  // memcached skips leading spaces (up to 100) before deciding
@@ -307,9 +289,10 @@ void ClientSession::dispatchKeyed(std::string_view line) {
     stats::bump(counters.cmd_meta);
   }
   PendingRequest* r = newRequest();
-  if (meta) {
-    r->quiet_mask = req_.noreply ? quietMask(req_.command) : 0;
-  } else {
+  // Meta q is left for the backend to apply (which replies it hides depends on the item: an
+  // autovivified `ma` still answers HD); an `mn` after it tells where its reply ends.
+  bool quiet_meta = meta && req_.noreply;
+  if (!meta) {
     r->noreply = req_.noreply;
   }
   net::Buffer& in = tcp_->input();
@@ -326,6 +309,12 @@ void ClientSession::dispatchKeyed(std::string_view line) {
   }
   net::Buffer& out = conn->output();
   uint64_t sent = consumedLength();
+  if (quiet_meta) {
+    in.moveTo(out, consumedLength());
+    out.append("mn\r\n");
+    conn->expect(r, 0, Delivery::Direct, Expect::UntilNoop, sent + 4);
+    return;
+  }
   if (req_.noreply_token.empty()) {
     in.moveTo(out, consumedLength());
   } else {

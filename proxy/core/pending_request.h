@@ -20,8 +20,9 @@ class ClientSession;
 
 // What a backend reply to this request looks like.
 enum class Expect : uint8_t {
-  OneUnit,    // a single reply unit (line, or VA/VALUE... no: one line or one VA + data)
+  OneUnit,    // one reply unit: a line, or a VA line with its data block
   Retrieval,  // VALUE units until END
+  UntilNoop,  // a quiet meta request followed by `mn`: zero or one unit, then MN
 };
 
 // Part of a multi-key get that went to one backend.
@@ -42,7 +43,6 @@ struct PendingRequest {
   bool complete = false;
   bool close_after = false;     // quit / framing lost: close once this reply is written
   bool noreply = false;         // classic noreply: drop every non-error reply
-  uint32_t quiet_mask = 0;      // meta q: reply kinds to drop (bit per ReplyKind)
   bool failed = false;          // multi-get / broadcast: some part failed; error_line says how
   std::string error_line;       // with "\r\n"
   uint32_t key_count = 0;       // retrieval: keys asked (hit/miss accounting)
@@ -57,10 +57,6 @@ struct PendingRequest {
   std::vector<Fragment> fragments;
   uint32_t fragment_count = 0;            // fragments in use (vector keeps capacity)
 
-  bool suppressed(protocol::ReplyKind kind) const {
-    return (quiet_mask >> static_cast<uint32_t>(kind)) & 1U;
-  }
-
   void reset() {
     session = nullptr;
     refs = 0;
@@ -68,7 +64,6 @@ struct PendingRequest {
     complete = false;
     close_after = false;
     noreply = false;
-    quiet_mask = 0;
     failed = false;
     key_count = 0;
     error_line.clear();
