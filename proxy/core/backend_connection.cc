@@ -310,6 +310,7 @@ void BackendConnection::failAll(BackendFailure why) {
 void BackendConnection::abort(BackendFailure why) {
   if (why == BackendFailure::ProtocolError) {
     stats::bump(server_.worker().counters().backend_protocol_errors);
+    server_.logFailure(why, 0);
   }
   if (state_ == State::Connected) {
     stats::drop(server_.worker().counters().backend_connections);
@@ -335,8 +336,7 @@ void BackendConnection::onClosed(net::CloseReason reason, int error) {
     why = BackendFailure::ConnectFailed;
     stats::bump(server_.worker().counters().backend_connect_failures);
   }
-  MCRING_LOG(Info, "backend %s: %s (%s)", server_.identity().c_str(),
-             std::string(backendFailureName(why)).c_str(), error != 0 ? strerror(error) : "eof");
+  server_.logFailure(why, error);
   abort(why);
   server_.worker().onBackendIdle();
 }

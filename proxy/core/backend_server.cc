@@ -2,6 +2,7 @@
 #include "proxy/core/backend_server.h"
 
 #include <algorithm>
+#include <cstring>
 #include <ctime>
 
 #include "proxy/common/log.h"
@@ -96,6 +97,22 @@ void BackendServer::onFailure(BackendFailure why) {
   }
   backoff_ms_ = backoff_ms_ == 0 ? kBackoffMinMs : std::min(backoff_ms_ * 2, kBackoffMaxMs);
   retry_at_ns_ = nowNs() + static_cast<uint64_t>(backoff_ms_) * 1000000ULL;
+}
+
+void BackendServer::logFailure(BackendFailure why, int error) {
+  uint64_t now = nowNs();
+  if (last_log_ns_ != 0 && now - last_log_ns_ < 1000000000ULL) {
+    ++suppressed_logs_;
+    return;
+  }
+  last_log_ns_ = now;
+  MCRING_LOG(Warn, "pool '%s': backend %s: %s (%s)%s", pool_->name.c_str(), identity_.c_str(),
+             std::string(backendFailureName(why)).c_str(),
+             error != 0 ? std::strerror(error) : "closed by peer",
+             suppressed_logs_ > 0
+                 ? (" [+" + std::to_string(suppressed_logs_) + " more in the last second(s)]").c_str()
+                 : "");
+  suppressed_logs_ = 0;
 }
 
 bool BackendServer::idle() const {

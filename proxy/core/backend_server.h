@@ -49,6 +49,9 @@ class BackendServer {
   stats::BackendStats& stats() { return *stats_; }
   // Counts n requests that failed because of this server.
   void countFailure(BackendFailure why, uint64_t n = 1);
+  // Logs a connection failure at most once per second per server (and worker); the lines in
+  // between are counted and reported with the next one, so a flapping server cannot flood the log.
+  void logFailure(BackendFailure why, int error);
 
  private:
   Worker& worker_;
@@ -62,6 +65,8 @@ class BackendServer {
   std::shared_ptr<stats::BackendStats> stats_;
   // twemproxy's server_failure_limit: consecutive failures before the proxy is told to eject.
   uint32_t consecutive_failures_ = 0;
+  uint64_t last_log_ns_ = 0;
+  uint64_t suppressed_logs_ = 0;
   bool reported_down_ = false;
 };
 
