@@ -35,7 +35,7 @@ asan: deps
 test-asan: asan
 	rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)
 	cd build-asan && \
-	  ASAN_OPTIONS=detect_leaks=1:log_path=$(SAN_LOGS)/asan \
+	  MCRING_SANITIZED=1 ASAN_OPTIONS=detect_leaks=1:log_path=$(SAN_LOGS)/asan \
 	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SAN_LOGS)/ubsan \
 	  ctest --output-on-failure -j2 --timeout 900 -R '^(unit_|integration_)'
 	@if ls $(SAN_LOGS)/* >/dev/null 2>&1; then \
@@ -48,7 +48,7 @@ tsan: deps
 	cmake --build build-tsan -j$(JOBS) --target mcring
 test-tsan: tsan
 	rm -rf build-tsan/sanitizer-logs && mkdir -p build-tsan/sanitizer-logs
-	cd build-tsan && TSAN_OPTIONS=log_path=$(CURDIR)/build-tsan/sanitizer-logs/tsan \
+	cd build-tsan && MCRING_SANITIZED=1 TSAN_OPTIONS=log_path=$(CURDIR)/build-tsan/sanitizer-logs/tsan \
 	  ctest --output-on-failure --timeout 900 -R '^integration_'
 	@if ls build-tsan/sanitizer-logs/* >/dev/null 2>&1; then cat build-tsan/sanitizer-logs/*; exit 1; fi
 

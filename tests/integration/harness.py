@@ -35,6 +35,9 @@ MEMCACHED_BIN = os.environ.get("MEMCACHED_BIN", "/usr/bin/memcached")
 TARGET = os.environ.get("MCRING_TARGET", "mcring").strip().lower()
 DIRECT = TARGET == "direct"
 KEEP_TMP = os.environ.get("MCRING_KEEP_TMP") == "1"
+# Set by `make test-asan`: memory-growth bounds (RSS) are checked in the release run only,
+# since the sanitizers' shadow memory and quarantine inflate RSS.
+SANITIZED = os.environ.get("MCRING_SANITIZED") == "1"
 
 # ------------------------------------------------------------------------------------------------
 # Process tracking: every child is registered here and ended at exit whatever happens.
