@@ -281,13 +281,15 @@ else
     return 1
   }
   answers() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+  # Running and not a zombie (kill -0 succeeds on an exited child nobody has waited for yet).
+  alive() { kill -0 "$1" 2>/dev/null && [ "$(ps -o stat= -p "$1" 2>/dev/null | cut -c1)" != Z ]; }
   stop_mcring() {  # SIGTERM, then at most 15 s for the graceful stop
     kill "$mcring_pid" 2>/dev/null || true
     for _ in $(seq 1 150); do
-      kill -0 "$mcring_pid" 2>/dev/null || break
+      alive "$mcring_pid" || break
       sleep 0.1
     done
-    if kill -0 "$mcring_pid" 2>/dev/null; then
+    if alive "$mcring_pid"; then
       fail "mcring did not exit within 15 s of SIGTERM (log: $(tr '\n' ' ' <"$work/mcring.log"))"
       kill -KILL "$mcring_pid" 2>/dev/null || true
     fi
@@ -304,7 +306,7 @@ else
       --shutdown-grace 2000 </dev/null >"$work/mcring.log" 2>&1 &
     mcring_pid=$!
     for _ in $(seq 1 50); do
-      kill -0 "$mcring_pid" 2>/dev/null || break  # exited: could not start
+      alive "$mcring_pid" || break  # exited: could not start (e.g. the port was taken)
       if answers "$admin_port"; then up=1; break; fi
       sleep 0.1
     done
