@@ -1,8 +1,7 @@
-"""Config-file watching edge cases (issue 4). Both classes here fail today and are marked
-KNOWN BUG: they are the repro for the lead's bug list (see each docstring).
+"""Config-file watching edge cases (issue 4), each a regression test for a bug found here:
 
-- WatchFeedbackTest: mcring's own log in the config's directory makes a reload loop.
-- SymlinkRepointTest: a config symlink repointed into another directory is not followed.
+- WatchFeedbackTest: mcring's own log in the config's directory must not cause reloads.
+- SymlinkRepointTest: a config symlink repointed into another directory must be followed.
 """
 
 import os
@@ -66,9 +65,8 @@ class SymlinkRepointTest(IntegrationCase):
     conf/mcring.yml -> ../releases/N/mcring.yml). After the repoint, edits of the new target
     must be noticed, and edits of the old one must not matter.
 
-    KNOWN BUG (reported to the lead): FileWatcher::open() resolves the path once, at start, and
-    watches that directory forever: after a repoint, in-place edits of the new target are never
-    picked up (until something happens to write in the old directory)."""
+    FileWatcher re-resolves the link on every relevant event and watches the new target's
+    directory and name."""
 
     def test_edits_after_repoint_are_picked_up(self):
         tmp = make_tmpdir("mcring-repoint-")
