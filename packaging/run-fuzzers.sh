@@ -3,7 +3,7 @@
 # seed corpus (tests/fuzz/corpus/<target>/, copied so the repository is not modified). Fails on
 # any crash, leak or sanitizer report. Usage: packaging/run-fuzzers.sh BUILD_DIR SECONDS
 set -euo pipefail
-build=${1:?build dir}
+build=$(cd "${1:?build dir}" && pwd)
 seconds=${2:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/mcring-fuzz.XXXXXX)
