@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "bench/mcring_bench/load_command.h"
+#include "bench/mcring_bench/stampede.h"
 
 // The lab is another engineer's; CMake defines this once both of its files exist.
 #if defined(MCRING_BENCH_HAVE_LAB) && __has_include("bench/mcring_bench/lab.h")
@@ -17,19 +18,10 @@ constexpr char kUsage[] = R"(usage: mcring-bench <command> [options]
 commands
   load       drive a memcached-text endpoint with gets/sets; throughput, hit ratio, latency
   lab        ring lab: how keys spread over servers and move when servers change
-  stampede   cache stampede experiment (not implemented yet)
+  stampede   cache stampede experiment: hit ratio around a pool change, per distribution
 
 mcring-bench <command> --help for its options.
 )";
-
-bool wantsHelp(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      return true;
-    }
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -52,14 +44,7 @@ int main(int argc, char** argv) {
 #endif
   }
   if (std::strcmp(command, "stampede") == 0) {
-    if (wantsHelp(argc - 1, argv + 1)) {
-      std::printf(
-          "usage: mcring-bench stampede [options]\n\n"
-          "Cache stampede experiment built on the load engine: not implemented yet.\n");
-      return 0;
-    }
-    std::fprintf(stderr, "mcring-bench stampede: not implemented yet\n");
-    return 2;
+    return mcring::bench::runStampede(argc - 1, argv + 1);
   }
   std::fprintf(stderr, "mcring-bench: unknown command '%s'\n\n%s", command, kUsage);
   return 2;

@@ -19,6 +19,9 @@ TcpConnection::TcpConnection(bufferevent* bev, ConnectionHandler* handler)
       handler_(handler),
       input_(bufferevent_get_input(bev)),
       output_(bufferevent_get_output(bev)) {
+  // bufferevent writes at most 16 KiB per writev by default: large values then cost many
+  // syscalls per request (bench/RESULTS.md, workload 5).
+  bufferevent_set_max_single_write(bev_, 256 * 1024);
   bufferevent_setcb(bev_, &TcpConnection::onRead, &TcpConnection::onWrite,
                     &TcpConnection::onEvent, this);
 }

@@ -1,0 +1,90 @@
+// What a stampede run found, and how it is shown: per-second series aligned to the change, the
+// summary metrics, CSV, markdown table, JSON and the gnuplot figure.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/mcring_bench/load_stats.h"
+#include "bench/mcring_bench/stampede_client.h"
+#include "bench/mcring_bench/stampede_options.h"
+#include "bench/mcring_bench/stampede_processes.h"
+
+namespace mcring::bench {
+
+// One second of a run. t counts seconds from the change: row t covers [t0 + (t-1) s, t0 + t s),
+// so t = 1 is the first second after the change and t <= 0 are before it.
+struct StampedeSecond {
+  int t = 0;
+  StampedeSlot counts;
+  // hits / gets; -1 when no get ended in it.
+  double hitRatio() const {
+    return counts.gets == 0 ? -1.0 : static_cast<double>(counts.hits) / counts.gets;
+  }
+};
+
+struct StampedeRun {
+  std::string proxy;  // "mcring" or "nutcracker"
+  std::string distribution;
+  Scenario scenario = Scenario::Add;
+  uint32_t servers_before = 0;
+  uint32_t servers_after = 0;
+  std::vector<StampedeSecond> seconds;
+
+  // Summary (see summarize()).
+  double hit_ratio_before = -1;         // baseline: whole seconds before, but the first and t = 0
+  double hit_ratio_after = -1;          // t = 1
+  double hit_ratio_min = -1;            // over t = 1 .. after
+  std::optional<int> recovery_seconds;  // first t >= 1 at >= 95% of baseline
+  double moved_fraction = -1;           // measured on the backends
+  std::optional<double> moved_fraction_route;  // `mcring route` with both configs
+  double theory_moved_fraction = 0;
+  uint64_t keys_checked = 0;    // warmed keys found on exactly one backend before
+  uint64_t warm_anomalies = 0;  // keys missing or on two backends after the warm-up
+  double change_ms = 0;         // SIGHUP -> applied; stop -> serving again; kill -> reaped
+  std::string change_source;    // reload record source (signal/file), or what was done
+  uint64_t errors_after = 0;    // requests ended by an error in t = 1 .. after
+  std::array<uint64_t, kLoadErrorCount> error_kinds{};  // whole run
+  uint64_t unsent = 0;
+  uint64_t refills_dropped = 0;
+  std::string csv_path;
+  std::string error;  // non-empty: the run failed (and says why)
+
+  std::string label() const {
+    return proxy == "mcring" ? distribution : proxy + "-" + distribution;
+  }
+};
+
+// Cuts the client's millisecond slots into whole seconds around t0 (both CLOCK_MONOTONIC ns):
+// as many whole seconds before t0 as fit after start_ns, and after_seconds after it.
+std::vector<StampedeSecond> secondsAround(const std::vector<StampedeSlot>& slots, uint64_t start_ns,
+                                          uint64_t t0_ns, int after_seconds);
+
+// Fills the hit-ratio fields of run from run->seconds.
+void summarize(StampedeRun* run);
+
+// t,gets,hits,hit_ratio,ops,errors,refills: one row per second. False (and *error) on I/O errors.
+bool writeRunCsv(const StampedeRun& run, const std::string& path, std::string* error);
+
+// The markdown table of one scenario's runs (and the theory line above it).
+std::string markdownTable(const StampedeOptions& options, Scenario scenario,
+                          const std::vector<StampedeRun>& runs);
+std::string markdownReport(const StampedeOptions& options, const std::vector<StampedeRun>& runs,
+                           const std::string& command);
+
+// One JSON object: params and one entry per run.
+std::string jsonReport(const StampedeOptions& options, const std::vector<StampedeRun>& runs,
+                       const std::vector<std::string>& plots);
+
+// Writes <out>/stampede_<scenario>.gp and renders .svg and .png with gnuplot. Returns the paths
+// written; when gnuplot is missing prints a warning to stderr and returns none.
+// gnuplot runs as a child of `processes`, bounded in time.
+std::vector<std::string> plotScenario(const StampedeOptions& options, Scenario scenario,
+                                      const std::vector<StampedeRun>& runs,
+                                      ChildProcesses& processes);
+
+}  // namespace mcring::bench

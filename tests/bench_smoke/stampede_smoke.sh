@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Smoke test of `mcring-bench stampede`: a tiny add run (4 -> 5 backends, modula and ketama) must
+# produce a well-formed summary whose numbers make sense, and leave no process behind.
+#
+# usage: stampede_smoke.sh path/to/mcring-bench path/to/mcring
+# Checks shape and sanity, not timing (the machine may be busy). Exit 77 = skipped (no
+# memcached), as CTest's SKIP_RETURN_CODE.
+set -euo pipefail
+
+bench=${1:?usage: stampede_smoke.sh path/to/mcring-bench path/to/mcring}
+mcring=${2:?usage: stampede_smoke.sh path/to/mcring-bench path/to/mcring}
+if [[ ! -x /usr/bin/memcached ]]; then
+  echo "SKIP: /usr/bin/memcached not installed"
+  exit 77
+fi
+
+work=$(mktemp -d /tmp/stampede-smoke-XXXXXX)
+bench_pid=""
+
+# Every process mcring-bench announced ("stampede: pid N started: CMD") must be gone when it
+# exits. Anything left is stopped here, by PID, and fails the test.
+leftovers() {
+  local leaked=0 pid
+  [[ -f "$work/stderr" ]] || return 0
+  while read -r pid; do
+    if kill -0 "$pid" 2>/dev/null && grep -qaE 'memcached|mcring|nutcracker' "/proc/$pid/cmdline" 2>/dev/null; then
+      echo "FAIL: pid $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline")) still running; killing it"
+      kill -9 "$pid" 2>/dev/null || true
+      leaked=1
+    fi
+  done < <(sed -nE 's/^stampede: pid ([0-9]+) started: .*/\1/p' "$work/stderr")
+  return $leaked
+}
+
+cleanup() {
+  if [[ -n "$bench_pid" ]] && kill -0 "$bench_pid" 2>/dev/null; then
+    kill -INT "$bench_pid" 2>/dev/null || true  # it stops its children, then exits
+    for _ in $(seq 1 100); do
+      kill -0 "$bench_pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -9 "$bench_pid" 2>/dev/null || true
+  fi
+  leftovers || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# Bounded three times: the run's own --before/--after, and timeout(1) (INT, then KILL).
+status=0
+timeout -s INT -k 20 240 "$bench" stampede --distributions modula,ketama --backends 4 \
+  --keys 5000 --before 2 --after 2 --rate 1000 --connections 4 --mcring "$mcring" \
+  --out "$work/results" --json >"$work/summary.json" 2>"$work/stderr" &
+bench_pid=$!
+wait "$bench_pid" || status=$?
+bench_pid=""
+
+grep -v '^stampede: pid ' "$work/stderr" || true
+cat "$work/summary.json"
+if [[ $status -ne 0 ]]; then
+  echo "FAIL: mcring-bench stampede exited with $status"
+  exit 1
+fi
+if ! leftovers; then
+  exit 1
+fi
+started=$(grep -c '^stampede: pid [0-9]* started' "$work/stderr" || true)
+if [[ "$started" -lt 12 ]]; then
+  echo "FAIL: expected at least 12 processes (2 x (5 memcached + mcring)), saw $started"
+  exit 1
+fi
+
+/usr/bin/python3 - "$work/summary.json" <<'EOF'
+import csv, json, os, sys
+
+doc = json.load(open(sys.argv[1]))
+runs = {r["distribution"]: r for r in doc["runs"]}
+fields = ["distribution", "scenario", "hit_ratio_before", "hit_ratio_after", "hit_ratio_min",
+          "recovery_seconds", "moved_fraction", "theory_moved_fraction"]
+checks = [("two runs, modula and ketama", sorted(runs) == ["ketama", "modula"])]
+for name, r in sorted(runs.items()):
+    checks += [
+        (f"{name}: every summary field present", all(f in r for f in fields)),
+        (f"{name}: no error", "error" not in r),
+        (f"{name}: scenario add, 4 -> 5", r.get("scenario") == "add"
+         and r.get("servers_before") == 4 and r.get("servers_after") == 5),
+        (f"{name}: warmed cache hits before the change (> 0.9)",
+         (r.get("hit_ratio_before") or 0) > 0.9),
+        (f"{name}: every warmed key found on one backend", r.get("keys_checked") == 5000),
+        (f"{name}: first second and minimum are hit ratios",
+         all(isinstance(r.get(k), float) and 0 <= r[k] <= 1
+             for k in ("hit_ratio_after", "hit_ratio_min"))),
+        (f"{name}: minimum <= first second", (r.get("hit_ratio_min") or 0)
+         <= (r.get("hit_ratio_after") or 0) + 1e-9),
+        (f"{name}: backends agree with `mcring route`",
+         r.get("moved_fraction_route") is not None
+         and abs(r["moved_fraction_route"] - r["moved_fraction"]) < 1e-9),
+        (f"{name}: no errors across a reload", r.get("errors_after") == 0),
+        (f"{name}: per-second CSV written", os.path.exists(r.get("csv", ""))),
+    ]
+    if os.path.exists(r.get("csv", "")):
+        rows = list(csv.DictReader(open(r["csv"])))
+        checks.append((f"{name}: CSV has t,gets,hits,hit_ratio,ops,errors and t = 1",
+                       rows and all(k in rows[0] for k in
+                                    ("t", "gets", "hits", "hit_ratio", "ops", "errors"))
+                       and any(row["t"] == "1" for row in rows)))
+if sorted(runs) == ["ketama", "modula"]:
+    m, k = runs["modula"], runs["ketama"]
+    checks += [
+        ("modula theory 4/5", abs(m["theory_moved_fraction"] - 0.8) < 1e-6),
+        ("ketama theory 1/5", abs(k["theory_moved_fraction"] - 0.2) < 1e-6),
+        ("modula moved > 0.6", (m["moved_fraction"] or 0) > 0.6),
+        ("ketama moved < 0.35", 0 < (k["moved_fraction"] or 1) < 0.35),
+        ("ketama's first second after > modula's",
+         (k["hit_ratio_after"] or 0) > (m["hit_ratio_after"] or 1)),
+    ]
+failed = [name for name, ok in checks if not ok]
+for name in failed:
+    print("FAIL:", name)
+sys.exit(1 if failed else 0)
+EOF
+echo "PASS: bench_stampede_smoke"
