@@ -132,6 +132,9 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
          [](const BackendRow& b) { return std::to_string(b.totals.field); });
   MCRING_BACKEND_COUNTERS(MCRING_X)
 #undef MCRING_X
+  family("mcring_backend_ejected", "gauge",
+         "1 while the backend is out of the ring (auto_eject_hosts), else 0",
+         [](const BackendRow& b) { return std::string(b.ejected ? "1" : "0"); });
   family("mcring_backend_distinct_keys", "gauge",
          "estimated distinct keys routed to the backend since start (HyperLogLog)",
          [](const BackendRow& b) { return fmt(b.totals.distinct_keys); });

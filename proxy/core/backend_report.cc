@@ -24,7 +24,8 @@ double maxOverMean(const std::vector<double>& v) {
 
 std::vector<PoolReport> buildBackendReport(
     const config::Topology& topology, const std::vector<const stats::BackendStatsList*>& lists,
-    const std::map<std::pair<std::string, std::string>, BackendItems>& items) {
+    const std::map<std::pair<std::string, std::string>, BackendItems>& items,
+    const std::set<std::pair<std::string, std::string>>& ejected) {
   std::vector<stats::BackendTotals> totals = stats::sumBackends(lists);
   std::vector<PoolReport> out;
   for (const auto& pool : topology.pools) {
@@ -58,6 +59,23 @@ std::vector<PoolReport> buildBackendReport(
       keys.push_back(row.totals.distinct_keys);
       own.push_back(row.ownership);
       held.push_back(static_cast<double>(row.items.curr_items));
+      report.backends.push_back(std::move(row));
+    }
+    // Ejected servers: not in the snapshot, shown with their last figures (if any).
+    for (const auto& [pool_name, identity] : ejected) {
+      if (pool_name != report.pool) {
+        continue;
+      }
+      BackendRow row;
+      row.ejected = true;
+      row.totals.pool = pool_name;
+      row.totals.identity = identity;
+      row.totals.name = identity;
+      for (const auto& t : totals) {
+        if (t.pool == pool_name && t.identity == identity) {
+          row.totals = t;
+        }
+      }
       report.backends.push_back(std::move(row));
     }
     // Servers a reload removed that are still draining.

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,7 +16,8 @@ namespace mcring::core {
 
 struct BackendRow {
   stats::BackendTotals totals;  // pool, identity, name, counters, latency, distinct keys
-  bool in_topology = false;     // false: draining after a reload removed it
+  bool in_topology = false;     // false: draining after a reload removed it, or ejected
+  bool ejected = false;         // out of the ring (auto_eject_hosts) until a probe succeeds
   double ownership = 0;         // share of the key-hash space it owns now
   BackendItems items;           // from the backend's own `stats`
   uint64_t p50 = 0, p90 = 0, p99 = 0, p999 = 0;  // µs
@@ -37,6 +39,7 @@ struct PoolReport {
 
 std::vector<PoolReport> buildBackendReport(
     const config::Topology& topology, const std::vector<const stats::BackendStatsList*>& lists,
-    const std::map<std::pair<std::string, std::string>, BackendItems>& items);
+    const std::map<std::pair<std::string, std::string>, BackendItems>& items,
+    const std::set<std::pair<std::string, std::string>>& ejected = {});
 
 }  // namespace mcring::core

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <set>
 #include <thread>
 
 #include "config/config.h"
@@ -236,6 +237,11 @@ void Proxy::reload(const char* source) {
   }
   config::ConfigDiff diff = config::diffConfigs(*config_, *loaded.config);
   ++generation_;
+  std::set<std::pair<std::string, std::string>> still_ejected;
+  for (const auto& [key, e] : ejected_) {
+    still_ejected.insert(key);
+  }
+  reporter_.setEjected(std::move(still_ejected));
   monitor_->onTopologyChange(*topology_, *next, "reload");
   topology_ = next;
   poller_->setTopology(next);
@@ -272,6 +278,11 @@ std::shared_ptr<const config::Topology> Proxy::buildEffective(
 }
 
 void Proxy::republish(const char* kind) {
+  std::set<std::pair<std::string, std::string>> ejected;
+  for (const auto& [key, e] : ejected_) {
+    ejected.insert(key);
+  }
+  reporter_.setEjected(std::move(ejected));
   std::vector<std::string> errors;
   auto next = buildEffective(*config_, generation_ + 1, &errors);
   if (!next) {

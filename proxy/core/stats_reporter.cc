@@ -85,9 +85,11 @@ bool StatsReporter::render(std::string_view args, std::string* out) const {
 
 std::vector<PoolReport> StatsReporter::backendReport() const {
   std::shared_ptr<const config::Topology> topology;
+  std::set<std::pair<std::string, std::string>> ejected;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     topology = topology_;
+    ejected = ejected_;
   }
   if (!topology) {
     return {};
@@ -96,7 +98,7 @@ std::vector<PoolReport> StatsReporter::backendReport() const {
   if (poller_ != nullptr) {
     items = poller_->snapshot();
   }
-  return buildBackendReport(*topology, backend_lists_, items);
+  return buildBackendReport(*topology, backend_lists_, items, ejected);
 }
 
 // `stats backends`: one block per backend, `STAT <pool>:<server>:<field> <value>`, then the
@@ -115,6 +117,7 @@ void StatsReporter::renderBackends(std::string* out) const {
       std::string p = pool.pool + ":" + b.totals.identity + ":";
       line(p, "name", b.totals.name);
       line(p, "in_topology", b.in_topology ? "1" : "0");
+      line(p, "ejected", b.ejected ? "1" : "0");
       line(p, "ownership", num(b.ownership));
 #define MCRING_X(field, kind, help) line(p, #field, std::to_string(b.totals.field));
       MCRING_BACKEND_COUNTERS(MCRING_X)

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
 
 #include "config/topology.h"
 #include "proxy/core/backend_report.h"
@@ -29,6 +30,10 @@ class StatsReporter {
     topology_ = std::move(topology);
   }
   void setPoller(const class BackendPoller* poller) { poller_ = poller; }
+  void setEjected(std::set<std::pair<std::string, std::string>> ejected) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ejected_ = std::move(ejected);
+  }
   void setMonitor(const class MembershipMonitor* monitor) { monitor_ = monitor; }
   const class MembershipMonitor* monitor() const { return monitor_; }
   // Any thread: every pool's backends, summed over workers, with ownership and items.
@@ -56,6 +61,7 @@ class StatsReporter {
   std::vector<const stats::BackendStatsList*> backend_lists_;
   mutable std::mutex mutex_;
   std::shared_ptr<const config::Topology> topology_;
+  std::set<std::pair<std::string, std::string>> ejected_;
   const class BackendPoller* poller_ = nullptr;
   const class MembershipMonitor* monitor_ = nullptr;
 

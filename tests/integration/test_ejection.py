@@ -7,6 +7,7 @@ import time
 import unittest
 
 from harness import (HOST, Conn, IntegrationCase, Mcring, Memcached, admin_http, make_tmpdir,
+                     parse_stats,
                      remove_tmpdir, requires_proxy, server_line, set_many_raw, spread_keys)
 
 
@@ -70,6 +71,10 @@ class EjectionTest(IntegrationCase):
         status, body = admin_http(self.mc.admin_port, path="/events")
         events = json.loads(body)
         self.assertEqual([e["kind"] for e in events], ["eject"])
+        with Conn(HOST, self.mc.port) as c:
+            backends = parse_stats(c.request(b"stats backends\r\n"))
+        self.assertEqual(backends["alpha:%s:ejected" % self.backends[1].addr], "1")
+        self.assertEqual(backends["alpha:%s:ejected" % self.backends[0].addr], "0")
         self.assertEqual(events[0]["removed"], [self.backends[1].addr])
         # Back after a successful probe (server_retry_timeout 1.5 s): its keys route to it again
         # (and miss there: it restarted empty), the keys the others took are no longer asked.
