@@ -574,19 +574,27 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
   processes_.terminate(own);
   uint64_t checked = 0;
   uint64_t moved = 0;
+  // Also weighted by how often the client asks each key (Zipf: key k has rank k + 1): that is
+  // the share of gets that miss right after the change if nothing is refilled.
+  double weight_all = 0;
+  double weight_moved = 0;
   for (uint64_t k = 0; k < o_.keys; ++k) {
     if (owner_before[k] == kNoOwner) {
       continue;
     }
     ++checked;
+    const double weight = std::pow(static_cast<double>(k + 1), -o_.zipf);
+    weight_all += weight;
     // Backend indices are positions in `backends`, the same in both configs (crash: the dead
     // server's keys have no owner after, so they count as lost).
     if (owner_after[k] != owner_before[k]) {
       ++moved;
+      weight_moved += weight;
     }
   }
   r.keys_checked = checked;
   r.moved_fraction = checked == 0 ? -1 : static_cast<double>(moved) / static_cast<double>(checked);
+  r.moved_weighted = weight_all > 0 ? weight_moved / weight_all : -1;
   if (scenario != Scenario::Crash) {
     r.moved_fraction_route = routeMoved(before_conf, after_conf, tag, &error);
     if (!r.moved_fraction_route) {

@@ -56,12 +56,13 @@ std::string findGnuplot() {
   return "";
 }
 
-// What the first second would show if no key were refilled: the keys that stayed still hit.
+// What the first second would show if no key were refilled: gets of keys that stayed still hit,
+// so the baseline times the request-weighted share of keys that did not move.
 double expectedFirstSecond(const StampedeRun& r) {
-  if (r.hit_ratio_before < 0 || r.moved_fraction < 0) {
+  if (r.hit_ratio_before < 0 || r.moved_weighted < 0) {
     return -1;
   }
-  return r.hit_ratio_before * (1 - r.moved_fraction);
+  return r.hit_ratio_before * (1 - r.moved_weighted);
 }
 
 }  // namespace
@@ -159,8 +160,8 @@ std::string markdownTable(const StampedeOptions& options, Scenario scenario,
   std::ostringstream md;
   md << "### " << scenarioName(scenario) << ": " << scenarioText(scenario) << "\n\n";
   md << "Theory: " << theoryText(scenario, options.backends) << ".\n\n";
-  md << "| proxy | distribution | hit ratio before | first second after | before x (1 - "
-        "moved) | minimum | recovery to 95% (s) | moved, backends | moved, `mcring route` | "
+  md << "| proxy | distribution | hit ratio before | first second after | without refill "
+        "(expected) | minimum | recovery to 95% (s) | moved, backends | moved, `mcring route` | "
         "theory | errors after | change took (ms) |\n";
   md << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const StampedeRun& r : runs) {
@@ -253,6 +254,7 @@ std::string jsonReport(const StampedeOptions& options, const std::vector<Stamped
        << (r.recovery_seconds ? std::to_string(*r.recovery_seconds) : "null")
        << ",\"moved_fraction\":" << jsonNumber(r.moved_fraction) << ",\"moved_fraction_route\":"
        << (r.moved_fraction_route ? jsonNumber(*r.moved_fraction_route) : "null")
+       << ",\"moved_fraction_weighted\":" << jsonNumber(r.moved_weighted)
        << ",\"theory_moved_fraction\":" << jsonNumber(r.theory_moved_fraction)
        << ",\"expected_hit_ratio_after_without_refill\":" << jsonNumber(expectedFirstSecond(r))
        << ",\"keys_checked\":" << r.keys_checked << ",\"warm_anomalies\":" << r.warm_anomalies

@@ -41,6 +41,7 @@ struct StampedeRun {
   double hit_ratio_min = -1;            // over t = 1 .. after
   std::optional<int> recovery_seconds;  // first t >= 1 at >= 95% of baseline
   double moved_fraction = -1;           // measured on the backends
+  double moved_weighted = -1;  // the same, each key weighted by its Zipf request probability
   std::optional<double> moved_fraction_route;  // `mcring route` with both configs
   double theory_moved_fraction = 0;
   uint64_t keys_checked = 0;    // warmed keys found on exactly one backend before
