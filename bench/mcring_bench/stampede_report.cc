@@ -306,15 +306,20 @@ std::vector<std::string> plotScenario(const StampedeOptions& options, Scenario s
   gp << "set xrange [" << -static_cast<int>(std::ceil(options.before_s)) << ":"
      << static_cast<int>(std::ceil(options.after_s)) << "]\n";
   gp << "set arrow from 0, graph 0 to 0, graph 1 nohead dashtype 2 linecolor rgb 'gray40'\n";
-  bool errors = false;
+  // Errors per second on the right axis, scaled so that the impulses stay in the lower third
+  // and do not hide the hit ratio.
+  uint32_t most_errors = 0;
   for (const StampedeRun& r : runs) {
-    if (r.scenario == scenario && r.error.empty() && r.errors_after > 0) {
-      errors = true;
+    if (r.scenario == scenario && r.error.empty()) {
+      for (const auto& second : r.seconds) {
+        most_errors = std::max(most_errors, second.counts.errors);
+      }
     }
   }
-  if (errors) {
+  if (most_errors > 0) {
     gp << "set y2label 'errors per second (impulses)'\nset y2tics\nset ytics nomirror\n"
-          "set y2range [0:*]\n";
+          "set y2range [0:"
+       << 3 * most_errors << "]\n";
   }
   std::ostringstream plot;
   bool any = false;
@@ -330,7 +335,7 @@ std::vector<std::string> plotScenario(const StampedeOptions& options, Scenario s
     if (r.errors_after > 0) {
       // Errors (connection refused or reset, SERVER_ERROR): the gap a restart or crash leaves.
       plot << ", \\\n     '" << r.csv_path << "' skip 1 using ($1-0.5):6 axes x1y2 with "
-           << "impulses linewidth 6 linecolor " << (color + 1) << " title '" << r.label()
+           << "impulses linewidth 4 linecolor " << (color + 1) << " title '" << r.label()
            << " errors'";
     }
     ++color;

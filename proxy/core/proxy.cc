@@ -242,7 +242,7 @@ void Proxy::reload(const char* source) {
     still_ejected.insert(key);
   }
   reporter_.setEjected(std::move(still_ejected));
-  monitor_->onTopologyChange(*topology_, *next, "reload");
+  auto before = topology_;
   topology_ = next;
   poller_->setTopology(next);
   reporter_.setTopology(next);
@@ -251,6 +251,9 @@ void Proxy::reload(const char* source) {
   for (auto& w : workers_) {
     w->postTopology(next);
   }
+  // The prediction can take tens of ms (sampled distributions): only after the workers have
+  // the new snapshot.
+  monitor_->onTopologyChange(*before, *next, "reload");
   record.result = ReloadResult::Applied;
   record.generation = generation_;
   record.diff = diff.summary();
@@ -292,7 +295,7 @@ void Proxy::republish(const char* kind) {
     return;
   }
   ++generation_;
-  monitor_->onTopologyChange(*topology_, *next, kind);
+  auto before = topology_;
   topology_ = next;
   poller_->setTopology(next);
   reporter_.setTopology(next);
@@ -300,6 +303,9 @@ void Proxy::republish(const char* kind) {
   for (auto& w : workers_) {
     w->postTopology(next);
   }
+  // The prediction can take tens of ms (sampled distributions): only after the workers have
+  // the new snapshot.
+  monitor_->onTopologyChange(*before, *next, kind);
 }
 
 // twemproxy's auto_eject_hosts, decided once for all workers so that they keep routing alike.
