@@ -301,10 +301,7 @@ void ClientSession::dispatchKeyed(std::string_view line) {
   countForBackend(*server, key);
   BackendConnection* conn = server->connectionFor(id_);
   if (conn == nullptr) {
-    in.drain(consumedLength());
-    stats::bump(counters.server_errors);
-    server->countFailure(server->lastFailure());
-    completeWith(r, r->noreply ? std::string_view() : backendFailureReply(server->lastFailure()));
+    failUnavailable(r, *server, consumedLength());
     return;
   }
   net::Buffer& out = conn->output();
@@ -361,6 +358,15 @@ void ClientSession::countForBackend(BackendServer& server, std::string_view key)
   bs.keys.addKey(key);
 }
 
+// The key's server is backing off after a failure: discard the request's `bytes` and answer
+// with that failure at once (nothing for classic noreply), without a connect attempt.
+void ClientSession::failUnavailable(PendingRequest* r, BackendServer& server, uint64_t bytes) {
+  tcp_->input().drain(bytes);
+  stats::bump(worker_.counters().server_errors);
+  server.countFailure(server.lastFailure());
+  completeWith(r, r->noreply ? std::string_view() : backendFailureReply(server.lastFailure()));
+}
+
 void ClientSession::dispatchRetrieval(std::string_view line) {
   auto& counters = worker_.counters();
   size_t n = req_.keys.size();
@@ -387,10 +393,7 @@ void ClientSession::dispatchRetrieval(std::string_view line) {
   }
   BackendConnection* conn = server->connectionFor(id_);
   if (conn == nullptr) {
-    tcp_->input().drain(req_.line_length);
-    stats::bump(counters.server_errors);
-    server->countFailure(server->lastFailure());
-    completeWith(r, backendFailureReply(server->lastFailure()));
+    failUnavailable(r, *server, req_.line_length);
     return;
   }
   tcp_->input().moveTo(conn->output(), req_.line_length);

@@ -61,6 +61,7 @@ class ClientSession : public net::ConnectionHandler {
   void answerLocal(std::string_view line);
   void invalidateKey(std::string_view line);
   void countForBackend(BackendServer& server, std::string_view key);
+  void failUnavailable(PendingRequest* r, BackendServer& server, uint64_t bytes);
   PendingRequest* newRequest();
   void completeWith(PendingRequest* r, std::string_view reply);
   void rejectRequest(const protocol::Request& req);
