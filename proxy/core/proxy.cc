@@ -26,6 +26,17 @@ Proxy::~Proxy() {
 }
 
 bool Proxy::start() {
+  // Watch before reading: a change made while starting (between the read and a later watch)
+  // would otherwise go unnoticed until the next one. Its events wait in the inotify queue.
+  bool watching = false;
+  if (options_.watch_config) {
+    std::string error;
+    watching = watcher_.open(options_.config_path, &error);
+    if (!watching) {
+      MCRING_LOG(Warn, "not watching %s for changes: %s", options_.config_path.c_str(),
+                 error.c_str());
+    }
+  }
   config::LoadResult loaded = config::loadConfigFile(options_.config_path);
   if (!loaded.ok()) {
     for (const auto& e : loaded.errors) {
@@ -89,20 +100,14 @@ bool Proxy::start() {
                  options_.admin_address.c_str(), options_.admin_port);
     }
   }
-  if (options_.watch_config) {
-    std::string error;
-    if (watcher_.open(options_.config_path, &error)) {
-      debounce_ = std::make_unique<net::Timer>(loop_, [this] { reload("file"); });
-      watch_event_ = std::make_unique<net::FdWatcher>(loop_, watcher_.fd(), [this] {
-        if (watcher_.drain()) {
-          // Editors and kubelet produce bursts of events: reload once they settle.
-          debounce_->start(options_.watch_debounce_ms);
-        }
-      });
-    } else {
-      MCRING_LOG(Warn, "not watching %s for changes: %s", options_.config_path.c_str(),
-                 error.c_str());
-    }
+  if (watching) {
+    debounce_ = std::make_unique<net::Timer>(loop_, [this] { reload("file"); });
+    watch_event_ = std::make_unique<net::FdWatcher>(loop_, watcher_.fd(), [this] {
+      if (watcher_.drain()) {
+        // Editors and kubelet produce bursts of events: reload once they settle.
+        debounce_->start(options_.watch_debounce_ms);
+      }
+    });
   }
   for (const auto& pool : topology_->pools) {
     MCRING_LOG(Notice, "pool '%s' listening on %s, %zu servers, %s/%s", pool->config.name.c_str(),
