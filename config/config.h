@@ -63,6 +63,10 @@ struct PoolConfig {
   uint64_t item_size_max = 1024 * 1024;  // largest value accepted from clients
   bool allow_flush_all = true;           // false: flush_all answers an error
   uint32_t max_multiget_keys = 100000;   // keys in one get/gets/gat/gats
+  // Warm migration: for this long after a membership change, a miss on a key whose server
+  // changed is answered from its previous server and copied to the new one. 0: off.
+  uint32_t warmup_window_ms = 0;
+  uint32_t warmup_max_inflight = 1000;   // per worker thread; beyond it a miss is a miss
 };
 
 struct Config {

@@ -400,6 +400,29 @@ const std::array kPoolKeys = {
         .show = [](const PoolConfig& p) { return std::to_string(p.max_multiget_keys); },
     },
     PoolKey{
+        .name = "warmup_window", .type = "integer (ms)", .origin = KeyOrigin::Mcring,
+        .meaning = "Warm migration: for this many ms after a membership change (reload, "
+                   "ejection, return), a `get`/`gets`/`gat`/`gats`/`mg` miss on a key whose "
+                   "server changed is answered from its previous server, and the value is copied "
+                   "to the new one (meta `ms` in add mode, flags and remaining TTL kept, so a "
+                   "newer value is never overwritten). Writes and deletes of moved keys also "
+                   "invalidate the previous server's copy. A second change closes the window and "
+                   "opens a new one from the topology it replaced. 0 turns warm-up off.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.warmup_window_ms, 0, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.warmup_window_ms); },
+    },
+    PoolKey{
+        .name = "warmup_max_inflight", .type = "integer", .origin = KeyOrigin::Mcring,
+        .meaning = "Warm-up fetches from previous servers in flight at once, per worker thread, "
+                   "at least 1; a miss beyond it is answered as a miss (counted as a skip).",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.warmup_max_inflight, 1, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.warmup_max_inflight); },
+    },
+    PoolKey{
         .name = "maglev_table_size", .type = "integer", .origin = KeyOrigin::Mcring,
         .meaning = "With `distribution: maglev`, the lookup table size: a prime larger than the "
                    "number of servers.",
