@@ -235,7 +235,8 @@ std::string AdminEndpoint::eventsJson() const {
         out += i ? "," : "";
         common::appendJsonString(&out, e.removed[i]);
       }
-      out += "],\"prediction\":{\"method\":";
+      out += "],\"warmup_window_ms\":" + std::to_string(e.warmup_window_ms) +
+             ",\"prediction\":{\"method\":";
       common::appendJsonString(&out, e.method);
       out += ",\"moved_fraction\":" + fmt(e.predicted_moved) +
              ",\"modula_moved_fraction\":" + fmt(e.modula_moved) + ",\"matrix\":[";

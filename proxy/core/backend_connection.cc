@@ -8,6 +8,7 @@
 #include "proxy/core/backend_server.h"
 #include "proxy/core/client_session.h"
 #include "proxy/core/multiget.h"
+#include "proxy/core/warmup.h"
 #include "proxy/core/worker.h"
 
 namespace mcring::core {
@@ -50,8 +51,8 @@ bool BackendConnection::ensureConnected() {
   return true;
 }
 
-void BackendConnection::expect(PendingRequest* r, uint32_t fragment, Delivery delivery,
-                               Expect e, uint64_t bytes) {
+void BackendConnection::expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect e,
+                               uint64_t bytes) {
   ++r->refs;
   inflight_.push_back(InFlight{r, fragment, delivery, e, monotonicMicros()});
   stats::bump(server_.worker().counters().backend_requests);
@@ -187,6 +188,13 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         if (r->command == protocol::Command::MetaGet) {
           bool hit = rep.kind == ReplyKind::MetaValue || rep.kind == ReplyKind::MetaHit;
           stats::bump(hit ? server_.stats().get_hits : server_.stats().get_misses);
+          if (rep.kind == ReplyKind::MetaMiss && r->warm && !r->warm_hop_started &&
+              r->session != nullptr &&
+              launchMetaWarmup(*r, r->session->pool(), server_.worker(), r->session->id())) {
+            // Kept (it carries the client's k/O flags) unless the previous server has the key.
+            in.moveTo(r->reply, n);
+            return Step::Done;
+          }
         }
         // Classic noreply: memcached silences every reply but SERVER_ERROR (sent through its
         // out_errstring(), which ignores noreply); the proxy does the same with the backend's.
@@ -253,6 +261,26 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       }
       in.drain(n);
       return rep.data_length == 0 ? Step::Done : Step::Desync;
+    case Delivery::Warmup:
+    case Delivery::WarmMeta:
+      if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat) {
+        return Step::Desync;
+      }
+      onWarmupReply(*r, f.fragment, rep, in.contiguous(n), server_);
+      in.drain(n);
+      return Step::Done;
+    case Delivery::WarmCopy:
+    case Delivery::Invalidate:
+      if (rep.data_length > 0 || rep.kind == ReplyKind::Stat) {
+        return Step::Desync;
+      }
+      if (f.delivery == Delivery::WarmCopy) {
+        onWarmupCopyReply(*r, rep, server_.worker());
+      } else if (rep.kind == ReplyKind::MetaHit) {
+        r->invalidated_hit = true;
+      }
+      in.drain(n);
+      return Step::Done;
   }
   return Step::Desync;
 }
@@ -262,19 +290,36 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
 void BackendConnection::finish(InFlight& f) {
   PendingRequest* r = f.req;
   Worker& w = server_.worker();
-  if (f.delivery == Delivery::Direct) {
-    r->complete = true;
-  } else if (--r->fragments_left == 0) {
-    if (f.delivery == Delivery::Fragment) {
-      assembleMultiget(*r, w.counters());
-    } else {
-      r->reply.append(r->failed ? std::string_view(r->error_line)
-                                : (r->noreply ? std::string_view() : "OK\r\n"));
+  if (f.delivery == Delivery::Warmup || f.delivery == Delivery::WarmMeta) {
+    w.warmup().finished(multigetKey(*r, f.fragment), r, f.fragment);
+  }
+  if (--r->fragments_left == 0) {
+    switch (r->shape) {
+      case Shape::Direct:
+        if (r->invalidated_hit && r->command == protocol::Command::Delete &&
+            r->reply.size() == 11 && r->reply.contiguous(11) == "NOT_FOUND\r\n") {
+          // Not copied yet, but the previous server had it: the key did exist.
+          r->reply.drain(11);
+          r->reply.append("DELETED\r\n");
+        }
+        break;
+      case Shape::Multiget:
+        if (r->warm && !r->warm_hop_started && r->session != nullptr &&
+            launchMultigetWarmup(*r, r->session->pool(), w, r->session->id())) {
+          w.requests().release(r);  // the second hop's expectations hold it now
+          return;
+        }
+        assembleMultiget(*r, w.counters());
+        break;
+      case Shape::Broadcast:
+        r->reply.append(r->failed ? std::string_view(r->error_line)
+                                  : (r->noreply ? std::string_view() : "OK\r\n"));
+        break;
     }
     r->complete = true;
-  }
-  if (r->complete && r->session != nullptr) {
-    r->session->onRequestComplete(r);
+    if (r->session != nullptr) {
+      r->session->onRequestComplete(r);
+    }
   }
   w.requests().release(r);
 }
@@ -290,18 +335,34 @@ void BackendConnection::failAll(BackendFailure why) {
   }
   for (InFlight& f : failed) {
     PendingRequest* r = f.req;
-    if (f.delivery == Delivery::Direct) {
-      r->reply.drain(r->reply.size());
-      // Classic noreply gets nothing back even on failure (the client reads no reply); meta
-      // q always returns errors (memcached's rule).
-      if (!r->noreply) {
-        r->reply.append(reply);
-      }
-      stats::bump(c.server_errors);
-    } else if (!r->failed) {
-      r->failed = true;
-      r->error_line.assign(reply);
-      stats::bump(c.server_errors);
+    switch (f.delivery) {
+      case Delivery::Direct:
+        r->reply.drain(r->reply.size());
+        // Classic noreply gets nothing back even on failure (the client reads no reply); meta
+        // q always returns errors (memcached's rule).
+        if (!r->noreply) {
+          r->reply.append(reply);
+        }
+        stats::bump(c.server_errors);
+        break;
+      case Delivery::Fragment:
+      case Delivery::Broadcast:
+        if (!r->failed) {
+          r->failed = true;
+          r->error_line.assign(reply);
+          stats::bump(c.server_errors);
+        }
+        break;
+      // Warm-up is best effort: a previous server that fails is a miss, not an error.
+      case Delivery::WarmMeta:  // the new server's EN stays the reply
+      case Delivery::Warmup:
+        stats::bump(c.warmup_misses);
+        break;
+      case Delivery::WarmCopy:
+        stats::bump(c.warmup_copy_errors);
+        break;
+      case Delivery::Invalidate:
+        break;
     }
     finish(f);
   }

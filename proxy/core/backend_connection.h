@@ -23,6 +23,11 @@ enum class Delivery : uint8_t {
   Direct,     // into the request's reply (single-key commands, single-backend gets)
   Fragment,   // one backend's share of a multi-key get
   Broadcast,  // flush_all: one OK expected from each backend
+  // Warm migration (warmup.h); `fragment` carries the client key's index.
+  Warmup,      // `mg <key> v f t c` to a multi-get key's previous server
+  WarmMeta,    // the same for a client's `mg`
+  WarmCopy,    // `ms ... ME` storing a fetched value on the key's new server
+  Invalidate,  // `md <key>` on the previous server of a key being written or deleted
 };
 
 class BackendConnection : public net::ConnectionHandler {

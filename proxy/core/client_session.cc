@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "proxy/common/log.h"
 #include "mcring_version.h"
+#include "proxy/common/log.h"
 #include "proxy/core/backend_server.h"
 #include "proxy/core/multiget.h"
 #include "proxy/core/stats_reporter.h"
@@ -35,7 +35,7 @@ ClientSession::ClientSession(Worker& worker, PoolRuntime& pool, uint64_t id,
     : worker_(worker), pool_(&pool), id_(id), open_count_(std::move(open_count)) {}
 
 ClientSession::~ClientSession() {
-  open_count_->fetch_sub(1, std::memory_order_relaxed);
+  releaseSlot();
   // Requests still owed by backends lose their session; they are recycled when answered.
   for (PendingRequest* r : fifo_) {
     r->session = nullptr;
@@ -51,9 +51,9 @@ bool ClientSession::attach(int fd) {
   }
   const auto& limits = pool_->parser.limits();
   // Enough to hold the largest request we must see whole before acting on it.
-  size_t high = std::max<uint64_t>(limits.max_line + limits.item_size_max + 2,
-                                   limits.max_retrieval_line) +
-                64 * 1024;
+  size_t high =
+      std::max<uint64_t>(limits.max_line + limits.item_size_max + 2, limits.max_retrieval_line) +
+      64 * 1024;
   tcp_->setReadHighWatermark(high);
   return true;
 }
@@ -164,8 +164,7 @@ void ClientSession::processInput() {
         protocol::Request bad;
         bad.error = protocol::RequestError::BadDataChunk;
         // Classic noreply silences it; meta q does not (memcached sends the error).
-        bad.noreply = req_.noreply &&
-                      protocol::commandClass(req_.command) != CommandClass::Meta;
+        bad.noreply = req_.noreply && protocol::commandClass(req_.command) != CommandClass::Meta;
         rejectRequest(bad);
         continue;
       }
@@ -187,6 +186,7 @@ PendingRequest* ClientSession::newRequest() {
   PendingRequest* r = worker_.requests().acquire();
   r->session = this;
   r->refs = 1;
+  r->fragments_left = 1;
   r->command = req_.command;
   fifo_.push_back(r);
   return r;
@@ -227,6 +227,7 @@ void ClientSession::invalidateKey(std::string_view line) {
   // would break ordering, so it rides in a detached request that is never flushed.
   PendingRequest* r = worker_.requests().acquire();
   r->refs = 1;
+  r->fragments_left = 1;
   r->noreply = true;
   net::Buffer& out = conn->output();
   out.append("md ");
@@ -304,6 +305,28 @@ void ClientSession::dispatchKeyed(std::string_view line) {
     failUnavailable(r, *server, consumedLength());
     return;
   }
+  if (pool_->warmup) {
+    if (BackendServer* prev = pool_->warmup->previousOwner(key, server)) {
+      if (req_.command == Command::MetaGet) {
+        // A miss may take a second hop (BackendConnection asks launchMetaWarmup on EN).
+        std::string_view args = req_.args.in(line);
+        size_t key_end = req_.keys[0].offset + req_.keys[0].length - req_.args.offset;
+        std::string_view flags = args.substr(std::min(key_end, args.size()));
+        if (!quiet_meta && !req_.key_base64 && metaFlagsWarmable(flags)) {
+          r->warm = true;
+          r->line.assign(key);
+          r->key_offsets.assign({0, static_cast<uint32_t>(key.size())});
+          r->key_count = 1;
+          r->meta_flags.assign(flags);
+        }
+      } else if (protocol::commandClass(req_.command) == CommandClass::Storage ||
+                 req_.command == Command::Delete || req_.command == Command::MetaDelete ||
+                 req_.command == Command::MetaSet || req_.command == Command::MetaArithmetic ||
+                 req_.command == Command::Incr || req_.command == Command::Decr) {
+        invalidatePrevious(r, *prev, line);
+      }
+    }
+  }
   net::Buffer& out = conn->output();
   uint64_t sent = consumedLength();
   if (quiet_meta) {
@@ -326,6 +349,25 @@ void ClientSession::dispatchKeyed(std::string_view line) {
     }
   }
   conn->expect(r, 0, Delivery::Direct, Expect::OneUnit, sent);
+}
+
+// Warm migration: a write or delete of a moved key also deletes the previous server's copy
+// (so that neither a later warm-up fetch nor a rollback of the change brings the old value
+// back), and cancels copies of fetches of it in flight. The request's reply waits for it.
+void ClientSession::invalidatePrevious(PendingRequest* r, BackendServer& prev,
+                                       std::string_view line) {
+  worker_.warmup().cancelCopies(req_.routingKey(line, 0));
+  BackendConnection* conn = prev.connectionFor(id_);
+  if (conn == nullptr) {
+    return;  // unreachable: it serves nobody, and a fetch from it fails too
+  }
+  net::Buffer& out = conn->output();
+  out.append("md ");
+  out.append(req_.keys[0].in(line));
+  out.append(req_.key_base64 ? " b\r\n" : "\r\n");
+  ++r->fragments_left;
+  stats::bump(worker_.counters().warmup_invalidations);
+  conn->expect(r, 0, Delivery::Invalidate, Expect::OneUnit, req_.keys[0].length + 5);
 }
 
 // Per-backend accounting of one keyed request: command kind and the key's distinct-key sketch.
@@ -380,8 +422,16 @@ void ClientSession::dispatchRetrieval(std::string_view line) {
     routes_[i] = pool_->route(req_.keys[i].in(line));
     single = single && routes_[i] == routes_[0];
   }
-  if (!single) {
-    dispatchMultiget(line);
+  bool warm = false;
+  if (pool_->warmup) {
+    for (size_t i = 0; i < n && !warm; ++i) {
+      warm = pool_->warmup->previousOwner(req_.keys[i].in(line), pool_->by_index[routes_[i]]) !=
+             nullptr;
+    }
+  }
+  if (!single || warm) {
+    // A moved key's miss takes a second hop: that needs the per-key bookkeeping of a split get.
+    dispatchMultiget(line, warm);
     return;
   }
   // Every key lives on one backend: forward the line as-is and pass the reply through.
@@ -400,9 +450,12 @@ void ClientSession::dispatchRetrieval(std::string_view line) {
   conn->expect(r, 0, Delivery::Direct, Expect::Retrieval, req_.line_length);
 }
 
-void ClientSession::dispatchMultiget(std::string_view line) {
+void ClientSession::dispatchMultiget(std::string_view line, bool warm) {
   auto& counters = worker_.counters();
   PendingRequest* r = newRequest();
+  r->shape = Shape::Multiget;
+  r->warm = warm;
+  r->exptime = req_.exptime;
   size_t n = req_.keys.size();
   r->key_count = static_cast<uint32_t>(n);
   r->line.assign(line);
@@ -480,6 +533,7 @@ void ClientSession::dispatchMultiget(std::string_view line) {
 void ClientSession::dispatchFlushAll(std::string_view line) {
   stats::bump(worker_.counters().cmd_flush);
   PendingRequest* r = newRequest();
+  r->shape = Shape::Broadcast;
   r->noreply = req_.noreply;
   net::Buffer& in = tcp_->input();
   if (!pool_->config().allow_flush_all) {
@@ -645,12 +699,22 @@ void ClientSession::onClosed(net::CloseReason reason, int error) {
   close();
 }
 
+// The pool's client_connections slot is free once the socket is closed, not when the session
+// object is reaped later: a client that reconnects at once must not be refused.
+void ClientSession::releaseSlot() {
+  if (open_count_) {
+    open_count_->fetch_sub(1, std::memory_order_relaxed);
+    open_count_.reset();
+  }
+}
+
 void ClientSession::close() {
   if (closed_) {
     return;
   }
   closed_ = true;
   tcp_.reset();
+  releaseSlot();
   for (PendingRequest* r : fifo_) {
     r->session = nullptr;
     worker_.requests().release(r);

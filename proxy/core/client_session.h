@@ -39,6 +39,7 @@ class ClientSession : public net::ConnectionHandler {
   // Most reply bytes this client ever had waiting (to decide whether to give memory back).
   uint64_t peakBuffered() const { return peak_buffered_; }
   PoolRuntime& pool() { return *pool_; }
+  uint64_t id() const { return id_; }
 
   void onReadable() override;
   void onWritable() override;
@@ -56,7 +57,8 @@ class ClientSession : public net::ConnectionHandler {
   void dispatch(std::string_view line);
   void dispatchKeyed(std::string_view line);
   void dispatchRetrieval(std::string_view line);
-  void dispatchMultiget(std::string_view line);
+  void dispatchMultiget(std::string_view line, bool warm);
+  void invalidatePrevious(PendingRequest* r, BackendServer& prev, std::string_view line);
   void dispatchFlushAll(std::string_view line);
   void answerLocal(std::string_view line);
   void invalidateKey(std::string_view line);
@@ -69,6 +71,7 @@ class ClientSession : public net::ConnectionHandler {
   bool throttled() const;
   void updateReading();
   void close();
+  void releaseSlot();
   size_t consumedLength() const;
 
   Worker& worker_;
@@ -78,12 +81,12 @@ class ClientSession : public net::ConnectionHandler {
   std::unique_ptr<net::TcpConnection> tcp_;
   std::deque<PendingRequest*> fifo_;
   protocol::Request req_;
-  std::vector<uint32_t> routes_;          // scratch: server of each key of a multi-get
-  std::vector<int32_t> fragment_of_;      // scratch: fragment of each server, -1 if none
-  uint64_t swallow_ = 0;                  // bytes of a rejected data block still to discard
-  uint64_t queued_reply_bytes_ = 0;       // replies complete but waiting behind an earlier one
+  std::vector<uint32_t> routes_;      // scratch: server of each key of a multi-get
+  std::vector<int32_t> fragment_of_;  // scratch: fragment of each server, -1 if none
+  uint64_t swallow_ = 0;              // bytes of a rejected data block still to discard
+  uint64_t queued_reply_bytes_ = 0;   // replies complete but waiting behind an earlier one
   mutable uint64_t peak_buffered_ = 0;
-  size_t scanned_ = 0;                    // input already searched for "\n" without success
+  size_t scanned_ = 0;  // input already searched for "\n" without success
   bool reading_ = true;
   bool read_eof_ = false;
   bool draining_ = false;

@@ -1,6 +1,7 @@
 // MembershipMonitor: per-second sampling, event prediction and measurement, verdict lines.
 #include "proxy/core/membership_monitor.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -55,7 +56,9 @@ void MembershipMonitor::sampleSecond() {
   std::vector<stats::BackendTotals> totals = stats::sumBackends(lists_);
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& t : totals) {
-    stats::MissCounters c{t.get_keys, t.get_hits, t.get_misses};
+    // A miss answered by warm-up is a hit for the client.
+    uint64_t warmed = std::min(t.warmup_hits, t.get_misses);
+    stats::MissCounters c{t.get_keys, t.get_hits + warmed, t.get_misses - warmed};
     auto& tl = backend_timelines_[{t.pool, t.identity}];
     if (!tl) {
       tl = std::make_unique<stats::MissTimeline>();
@@ -89,10 +92,9 @@ void MembershipMonitor::judge(MembershipEvent& e) {
   std::vector<stats::MissPoint> series = it->second->series();
   e.measured = stats::analyzeMissSpike(series, e.change_second, spike_options_);
   int64_t age = nowSecond() - e.change_second;
-  bool final_now = (e.measured.spike && e.measured.recovered) ||
-                   (!e.measured.spike && age >= 60) || age >= spike_options_.horizon_seconds;
-  std::string servers = std::to_string(e.servers_before) + " -> " +
-                        std::to_string(e.servers_after);
+  bool final_now = (e.measured.spike && e.measured.recovered) || (!e.measured.spike && age >= 60) ||
+                   age >= spike_options_.horizon_seconds;
+  std::string servers = std::to_string(e.servers_before) + " -> " + std::to_string(e.servers_after);
   std::string change;
   if (!e.added.empty()) {
     change += "+" + std::to_string(e.added.size()) + " server" + (e.added.size() > 1 ? "s" : "");
@@ -107,6 +109,9 @@ void MembershipMonitor::judge(MembershipEvent& e) {
   std::string v = "event " + std::to_string(e.id) + " " + e.kind + ": pool '" + e.pool + "' " +
                   change + " (" + servers + "): predicted " + pct(e.predicted_moved) +
                   " of keys moved (modula would move " + pct(e.modula_moved) + "); ";
+  if (e.warmup_window_ms > 0) {
+    v += "warm-up " + std::to_string(e.warmup_window_ms) + " ms; ";
+  }
   if (!e.measured.baseline_valid) {
     v += "no baseline (too little traffic before the change)";
   } else if (e.measured.spike) {
@@ -115,8 +120,8 @@ void MembershipMonitor::judge(MembershipEvent& e) {
              ? ", recovered in " + std::to_string(e.measured.recovery_seconds) + " s"
              : ", not recovered yet";
   } else {
-    v += "miss ratio " + pct(e.measured.baseline) + ", no spike (peak " +
-         pct(e.measured.peak) + ")";
+    v +=
+        "miss ratio " + pct(e.measured.baseline) + ", no spike (peak " + pct(e.measured.peak) + ")";
   }
   e.verdict = v;
   if (final_now) {
@@ -152,6 +157,7 @@ void MembershipMonitor::onTopologyChange(const config::Topology& before,
     e.pool = p->config.name;
     e.servers_before = before_ids.size();
     e.servers_after = after_ids.size();
+    e.warmup_window_ms = p->config.warmup_window_ms;
     for (const auto& id : after_ids) {
       if (std::find(before_ids.begin(), before_ids.end(), id) == before_ids.end()) {
         e.added.push_back(id);
@@ -174,11 +180,11 @@ void MembershipMonitor::onTopologyChange(const config::Topology& before,
     if (mb && ma) {
       e.modula_moved = routing::planMigration(*mb, before_ids, *ma, after_ids).moved;
     }
-    MCRING_LOG(Notice, "event %llu %s: pool '%s' %zu -> %zu servers: predicted %s of keys "
+    MCRING_LOG(Notice,
+               "event %llu %s: pool '%s' %zu -> %zu servers: predicted %s of keys "
                "moved (%s; modula would move %s)",
                static_cast<unsigned long long>(e.id), e.kind.c_str(), e.pool.c_str(),
-               e.servers_before,
-               e.servers_after, pct(e.predicted_moved).c_str(), e.method.c_str(),
+               e.servers_before, e.servers_after, pct(e.predicted_moved).c_str(), e.method.c_str(),
                pct(e.modula_moved).c_str());
     events_.push_back(std::move(e));
     if (events_.size() > kKeepEvents) {

@@ -33,6 +33,7 @@ struct MembershipEvent {
   size_t servers_after = 0;
   std::vector<std::string> added;
   std::vector<std::string> removed;
+  uint32_t warmup_window_ms = 0;  // warm migration was on for this change (0: off)
   // Prediction.
   std::string method;         // exact / sampled / independent
   double predicted_moved = 0;
@@ -40,7 +41,8 @@ struct MembershipEvent {
   std::vector<routing::MigrationCell> cells;  // largest first
   std::vector<std::string> before_ids;
   std::vector<std::string> after_ids;
-  // Measurement (updated each second until judged).
+  // Measurement (updated each second until judged): misses as clients saw them, so misses
+  // answered by warm-up from a key's previous server do not count.
   stats::SpikeReport measured;
   bool judged = false;        // recovered, or horizon reached: the verdict line was logged
   std::string verdict;

@@ -16,6 +16,7 @@
 
 namespace mcring::core {
 
+class BackendServer;
 class ClientSession;
 
 // What a backend reply to this request looks like.
@@ -25,37 +26,59 @@ enum class Expect : uint8_t {
   UntilNoop,  // a quiet meta request followed by `mn`: zero or one unit, then MN
 };
 
+// How a request's parts make up its reply.
+enum class Shape : uint8_t {
+  Direct,     // one backend's reply is the client's reply
+  Multiget,   // fragments reassembled in key order
+  Broadcast,  // flush_all: one OK from every backend
+};
+
+// A key's warm-up fetch (warmup.h).
+enum class WarmState : uint8_t { None, Fetching, CopyCancelled };
+
 // Part of a multi-key get that went to one backend.
 struct Fragment {
-  uint32_t server = 0;                 // index in the pool's server list
-  std::vector<uint32_t> key_indices;   // client key positions sent to this backend, in order
-  uint32_t next_match = 0;             // next position in key_indices a VALUE may match
-  uint32_t hits = 0;                   // VALUE units matched
-  net::Buffer values;                  // VALUE units received, in key order
+  uint32_t server = 0;                // index in the pool's server list
+  std::vector<uint32_t> key_indices;  // client key positions sent to this backend, in order
+  uint32_t next_match = 0;            // next position in key_indices a VALUE may match
+  uint32_t hits = 0;                  // VALUE units matched
+  net::Buffer values;                 // VALUE units received, in key order
   bool done = false;
+  const BackendServer* warm_from = nullptr;  // a warm-up fragment: the keys' previous server
 };
 
 struct PendingRequest {
   ClientSession* session = nullptr;  // null once the client is gone
   uint32_t refs = 0;
+  // Backend replies still owed (fragments, warm-up fetches and copies, invalidations); the
+  // request completes when it reaches 0.
   uint32_t fragments_left = 0;
+  Shape shape = Shape::Direct;
   protocol::Command command = protocol::Command::Get;
   bool complete = false;
-  bool close_after = false;     // quit / framing lost: close once this reply is written
-  bool noreply = false;         // classic noreply: drop every non-error reply
-  bool failed = false;          // multi-get / broadcast: some part failed; error_line says how
-  std::string error_line;       // with "\r\n"
-  uint32_t key_count = 0;       // retrieval: keys asked (hit/miss accounting)
+  bool close_after = false;  // quit / framing lost: close once this reply is written
+  bool noreply = false;      // classic noreply: drop every non-error reply
+  bool failed = false;       // multi-get / broadcast: some part failed; error_line says how
+  std::string error_line;    // with "\r\n"
+  uint32_t key_count = 0;    // retrieval: keys asked (hit/miss accounting)
   uint64_t start_ns = 0;
-  net::Buffer reply;            // the bytes to write when this request reaches the FIFO head
+  net::Buffer reply;  // the bytes to write when this request reaches the FIFO head
 
   // Multi-get only.
-  std::string line;                       // copy of the client's line; keys index into it
-  std::vector<uint32_t> key_offsets;      // key i = line.substr(key_offsets[2i], key_offsets[2i+1])
-  std::vector<uint32_t> key_fragment;     // fragment of client key i
-  std::vector<uint64_t> key_hit_length;   // bytes of key i's VALUE unit, 0 = miss
+  std::string line;                      // copy of the client's line; keys index into it
+  std::vector<uint32_t> key_offsets;     // key i = line.substr(key_offsets[2i], key_offsets[2i+1])
+  std::vector<uint32_t> key_fragment;    // fragment of client key i
+  std::vector<uint64_t> key_hit_length;  // bytes of key i's VALUE unit, 0 = miss
   std::vector<Fragment> fragments;
-  uint32_t fragment_count = 0;            // fragments in use (vector keeps capacity)
+  uint32_t fragment_count = 0;  // fragments in use (vector keeps capacity)
+
+  // Warm migration (warmup.h).
+  bool warm = false;  // moved keys may take a second hop to their previous server
+  bool warm_hop_started = false;
+  bool invalidated_hit = false;     // delete: the previous server had the key
+  protocol::Span exptime;           // gat/gats: the exptime token in `line`
+  std::vector<WarmState> key_warm;  // per key
+  std::string meta_flags;           // mg: the client's flags, to answer in its format
 
   void reset() {
     session = nullptr;
@@ -72,6 +95,13 @@ struct PendingRequest {
     key_offsets.clear();
     key_fragment.clear();
     key_hit_length.clear();
+    shape = Shape::Direct;
+    warm = false;
+    warm_hop_started = false;
+    invalidated_hit = false;
+    exptime = protocol::Span();
+    key_warm.clear();
+    meta_flags.clear();
     for (uint32_t i = 0; i < fragment_count; ++i) {
       Fragment& f = fragments[i];
       f.key_indices.clear();
@@ -79,6 +109,7 @@ struct PendingRequest {
       f.hits = 0;
       f.values.drain(f.values.size());
       f.done = false;
+      f.warm_from = nullptr;
     }
     fragment_count = 0;
   }

@@ -8,6 +8,7 @@
 
 #include "config/topology.h"
 #include "proxy/core/backend_server.h"
+#include "proxy/core/warmup.h"
 #include "proxy/protocol/request_parser.h"
 
 namespace mcring::core {
@@ -20,6 +21,7 @@ struct PoolRuntime {
   std::unordered_map<std::string, std::unique_ptr<BackendServer>> servers;
   std::vector<BackendServer*> by_index;
   bool removed = false;  // the pool left the config: its sessions drain and close
+  std::unique_ptr<WarmupWindow> warmup;  // open after a membership change (warmup_window)
 
   const config::PoolConfig& config() const { return topology->config; }
   uint32_t route(std::string_view key) const { return topology->router->route(key); }

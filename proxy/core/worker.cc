@@ -35,6 +35,11 @@ Worker::~Worker() {
     for (auto& [id, server] : pool->servers) {
       server->abortAll(BackendFailure::ConnectionClosed);
     }
+    if (pool->warmup) {
+      for (auto& server : pool->warmup->retained) {
+        server->abortAll(BackendFailure::ConnectionClosed);
+      }
+    }
   }
   for (auto& server : draining_) {
     server->abortAll(BackendFailure::ConnectionClosed);
@@ -68,9 +73,8 @@ void Worker::postClient(int fd, std::string pool,
 }
 
 void Worker::postTopology(std::shared_ptr<const config::Topology> topology) {
-  loop_->post([this, topology = std::move(topology)]() mutable {
-    applyTopology(std::move(topology));
-  });
+  loop_->post(
+      [this, topology = std::move(topology)]() mutable { applyTopology(std::move(topology)); });
 }
 
 void Worker::postShutdown(uint32_t grace_ms) {
@@ -153,6 +157,8 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
       runtime = std::make_unique<PoolRuntime>();
       runtime->name = name;
     }
+    std::shared_ptr<const config::PoolTopology> previous = runtime->topology;
+    std::vector<BackendServer*> previous_by_index = runtime->by_index;
     runtime->topology = pool_topo;
     runtime->removed = false;
     runtime->parser = protocol::RequestParser(limitsFor(pool_topo->config));
@@ -170,18 +176,29 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
         runtime->by_index.push_back(again->second.get());
         continue;
       } else {
-        server = std::make_unique<BackendServer>(*this, *runtime, identity,
-                                                 servers[i].displayName(),
-                                                 pool_topo->server_addresses[i],
-                                                 pool_topo->config.server_connections);
+        server = std::make_unique<BackendServer>(
+            *this, *runtime, identity, servers[i].displayName(), pool_topo->server_addresses[i],
+            pool_topo->config.server_connections);
       }
       runtime->by_index.push_back(server.get());
       next.emplace(identity, std::move(server));
     }
+    std::vector<std::unique_ptr<BackendServer>> removed;
     for (auto& [identity, server] : runtime->servers) {
-      draining_.push_back(std::move(server));
+      removed.push_back(std::move(server));
     }
     runtime->servers = std::move(next);
+    bool moved = previous != nullptr && placementChanged(*previous, *pool_topo);
+    if (moved || pool_topo->config.warmup_window_ms == 0) {
+      closeWarmup(*runtime);
+    }
+    if (moved && pool_topo->config.warmup_window_ms > 0) {
+      openWarmup(*runtime, std::move(previous), std::move(previous_by_index), std::move(removed));
+    } else {
+      for (auto& server : removed) {
+        draining_.push_back(std::move(server));
+      }
+    }
   }
   for (auto& [name, runtime] : pools_) {
     if (!seen.count(name) && !runtime->removed) {
@@ -196,9 +213,44 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
       }
       runtime->servers.clear();
       runtime->by_index.clear();
+      closeWarmup(*runtime);
     }
   }
   topology_ = std::move(topology);
+  reapDraining();
+}
+
+void Worker::openWarmup(PoolRuntime& runtime, std::shared_ptr<const config::PoolTopology> previous,
+                        std::vector<BackendServer*> previous_by_index,
+                        std::vector<std::unique_ptr<BackendServer>> removed) {
+  auto window = std::make_unique<WarmupWindow>();
+  window->id = next_warmup_id_++;
+  window->previous = std::move(previous);
+  window->previous_by_index = std::move(previous_by_index);
+  window->retained = std::move(removed);
+  // The timer posts the close: a Timer must not be destroyed from inside its own callback.
+  window->timer = std::make_unique<net::Timer>(*loop_, [this, rt = &runtime, id = window->id] {
+    loop_->post([this, rt, id] {
+      if (rt->warmup && rt->warmup->id == id) {
+        closeWarmup(*rt);
+      }
+    });
+  });
+  window->timer->start(runtime.config().warmup_window_ms);
+  runtime.warmup = std::move(window);
+  stats::bump(counters_.warmup_windows_open);
+}
+
+// The previous placement is released; servers kept only for the window drain and go.
+void Worker::closeWarmup(PoolRuntime& runtime) {
+  if (!runtime.warmup) {
+    return;
+  }
+  for (auto& server : runtime.warmup->retained) {
+    draining_.push_back(std::move(server));
+  }
+  runtime.warmup.reset();
+  stats::drop(counters_.warmup_windows_open);
   reapDraining();
 }
 

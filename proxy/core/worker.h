@@ -5,8 +5,8 @@
 #pragma once
 
 #include <atomic>
-#include <functional>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -49,6 +49,7 @@ class Worker {
   int id() const { return id_; }
   net::EventLoop& loop() { return *loop_; }
   RequestPool& requests() { return requests_; }
+  WarmupRegistry& warmup() { return warmup_; }
   stats::WorkerCounters& counters() { return counters_; }
   stats::BackendStatsList& backendStats() { return backend_stats_; }
   const StatsReporter& reporter() const { return reporter_; }
@@ -64,7 +65,11 @@ class Worker {
   // Deferred destruction: a session ends itself from inside its own callbacks.
   void retire(ClientSession* session);
   // A backend connection finished something; drained servers of old snapshots may now go.
-  void onBackendIdle() { if (!draining_.empty()) { reapDraining(); } }
+  void onBackendIdle() {
+    if (!draining_.empty()) {
+      reapDraining();
+    }
+  }
 
  private:
   void run();
@@ -74,6 +79,11 @@ class Worker {
   void reapRetired();
   void reapDraining();
   void checkShutdownDone();
+  // Warm migration: opens a window for a pool whose placement changed, or closes it.
+  void openWarmup(PoolRuntime& runtime, std::shared_ptr<const config::PoolTopology> previous,
+                  std::vector<BackendServer*> previous_by_index,
+                  std::vector<std::unique_ptr<BackendServer>> removed);
+  void closeWarmup(PoolRuntime& runtime);
 
   int id_;
   const StatsReporter& reporter_;
@@ -87,6 +97,8 @@ class Worker {
   std::unique_ptr<net::Timer> reaper_;
   std::unique_ptr<net::Timer> grace_timer_;
   RequestPool requests_;
+  WarmupRegistry warmup_;
+  uint64_t next_warmup_id_ = 1;
   stats::WorkerCounters counters_;
   stats::BackendStatsList backend_stats_;
   uint64_t next_session_id_ = 0;

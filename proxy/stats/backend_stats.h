@@ -24,6 +24,7 @@ namespace mcring::stats {
   X(get_keys, Counter, "retrieval keys asked (get/gets/gat/gats keys, mg)")               \
   X(get_hits, Counter, "retrieval keys found")                                             \
   X(get_misses, Counter, "retrieval keys not found")                                       \
+  X(warmup_hits, Counter, "misses of this server answered from the key's previous server (warm migration)") \
   X(stores, Counter, "storage commands (set/add/replace/append/prepend/cas/ms)")          \
   X(deletes, Counter, "delete and md")                                                     \
   X(other_commands, Counter, "incr/decr/touch/ma/me/flush_all")                           \

@@ -30,7 +30,17 @@ namespace mcring::stats {
   X(backend_timeouts, Counter, "backend connections reset because of a timeout")        \
   X(backend_protocol_errors, Counter, "backend connections reset because of bad replies") \
   X(bytes_read, Counter, "bytes read from clients")                                     \
-  X(bytes_written, Counter, "bytes written to clients")
+  X(bytes_written, Counter, "bytes written to clients")                                 \
+  X(warmup_windows_open, Gauge, "pools with a warm-up window open (gauge, summed over workers)") \
+  X(warmup_fetches, Counter, "warm-up: misses on moved keys asked of their previous server")   \
+  X(warmup_hits, Counter, "warm-up: keys answered from their previous server")          \
+  X(warmup_misses, Counter, "warm-up: keys the previous server did not have either")    \
+  X(warmup_skips, Counter, "warm-up: moved-key misses not fetched (max_inflight reached, previous server unavailable)") \
+  X(warmup_copies, Counter, "warm-up: values copied to the key's new server")           \
+  X(warmup_copies_not_stored, Counter, "warm-up: copies refused because the new server already had a (newer) value") \
+  X(warmup_copies_cancelled, Counter, "warm-up: copies not sent because the key was written or deleted meanwhile") \
+  X(warmup_copy_errors, Counter, "warm-up: copies that failed (server error or connection fault)") \
+  X(warmup_invalidations, Counter, "warm-up: deletes sent to the previous server of a moved key being written or deleted")
 
 enum class MetricKind : uint8_t { Counter, Gauge };
 

@@ -327,12 +327,13 @@ class AbuseTest(IntegrationCase):
 
     def test_client_connections_limit(self):
         proxy = self.start_proxy(extra={"client_connections": 5})
-        # The harness's readiness probe was a connection too: wait until mcring has seen it close
-        # (a client that has closed counts until mcring notices, as in any server).
+        # The harness's readiness probe was a connection too: wait until a worker has taken it
+        # and seen it close (a client that has closed counts until mcring notices, as in any
+        # server; before the worker takes it, curr_connections is 0 as well).
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
-            doc = json.loads(admin_http(proxy.admin_port, "GET", "/stats")[1])
-            if doc["counters"]["curr_connections"] == 0:
+            c = json.loads(admin_http(proxy.admin_port, "GET", "/stats")[1])["counters"]
+            if c["total_connections"] >= 1 and c["curr_connections"] == 0:
                 break
             time.sleep(0.02)
         conns = [self.conn(proxy.port) for _ in range(5)]
