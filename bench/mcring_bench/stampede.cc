@@ -79,12 +79,17 @@ bool writeFileAtomically(const std::string& path, const std::string& text, std::
   return true;
 }
 
+// warmup_window_ms > 0 adds mcring's `warmup_window` (warm migration, issue 10) beside the
+// distribution; nutcracker does not know the key, so its runs always pass 0.
 std::string poolYaml(uint16_t listen, const StampedeOptions& o, const std::string& distribution,
-                     const std::vector<Backend>& servers) {
+                     uint32_t warmup_window_ms, const std::vector<Backend>& servers) {
   std::string y = "# written by mcring-bench stampede\nstampede:\n";
   y += "  listen: 127.0.0.1:" + std::to_string(listen) + "\n";
   y += "  hash: " + o.hash + "\n";
   y += "  distribution: " + distribution + "\n";
+  if (warmup_window_ms > 0) {
+    y += "  warmup_window: " + std::to_string(warmup_window_ms) + "\n";
+  }
   y += "  timeout: " + std::to_string(o.timeout_ms) + "\n";
   y += "  preconnect: true\n  auto_eject_hosts: false\n  servers:\n";
   // Named servers, so that nothing depends on which free ports this run got: ketama, rendezvous
@@ -132,7 +137,8 @@ class Experiment {
     return true;
   }
 
-  StampedeRun run(Scenario scenario, const std::string& distribution, bool nutcracker);
+  // warmup: mcring only, with `warmup_window: --warmup-window` in both configs.
+  StampedeRun run(Scenario scenario, const std::string& distribution, bool nutcracker, bool warmup);
 
  private:
   void say(const char* format, ...) __attribute__((format(printf, 2, 3)));
@@ -376,10 +382,13 @@ bool Experiment::applyReload(pid_t proxy, uint16_t port, const std::string& live
   return false;
 }
 
-StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, bool nutcracker) {
+StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, bool nutcracker,
+                            bool warmup) {
   StampedeRun r;
   r.proxy = nutcracker ? "nutcracker" : "mcring";
   r.distribution = distribution;
+  r.warmup = warmup && !nutcracker;
+  const uint32_t warmup_window_ms = r.warmup ? o_.warmup_window_ms : 0;
   r.scenario = scenario;
   const uint32_t n = o_.backends;
   r.servers_before = serversBefore(scenario, n);
@@ -412,8 +421,9 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
     return r;
   };
 
-  say("%s %s: %u -> %u servers", scenarioName(scenario).data(), r.label().c_str(), r.servers_before,
-      r.servers_after);
+  say("%s %s: %u -> %u servers%s", scenarioName(scenario).data(), r.label().c_str(),
+      r.servers_before, r.servers_after,
+      r.warmup ? (", warmup_window " + std::to_string(warmup_window_ms) + " ms").c_str() : "");
   std::string error;
   if (!startBackends(backendsNeeded(scenario, n), tag, &backends, &error)) {
     return failed(error);
@@ -437,8 +447,9 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
   for (int attempt = 0; attempt < kStartAttempts && proxy < 0; ++attempt) {
     port = pickFreePort(&taken_);
     stats_port = pickFreePort(&taken_);
-    const std::string before_text = poolYaml(port, o_, distribution, before_servers);
-    after_text = poolYaml(port, o_, distribution, after_servers);
+    const std::string before_text =
+        poolYaml(port, o_, distribution, warmup_window_ms, before_servers);
+    after_text = poolYaml(port, o_, distribution, warmup_window_ms, after_servers);
     if (!writeFileAtomically(before_conf, before_text, &error) ||
         !writeFileAtomically(after_conf, after_text, &error) ||
         !writeFileAtomically(live, before_text, &error)) {
@@ -692,7 +703,11 @@ int runStampede(int argc, char** argv) {
       if (g_stampede_interrupted.load()) {
         break;
       }
-      runs.push_back(experiment.run(scenario, d, /*nutcracker=*/false));
+      runs.push_back(experiment.run(scenario, d, /*nutcracker=*/false, /*warmup=*/false));
+      // The warm-up run right after its cold twin: the same load, seed and keys.
+      if (options.warmup && !g_stampede_interrupted.load()) {
+        runs.push_back(experiment.run(scenario, d, /*nutcracker=*/false, /*warmup=*/true));
+      }
     }
     if (options.with_nutcracker && scenario == Scenario::Add) {
       // nutcracker knows ketama, modula and random; compare with those of the list.
@@ -709,7 +724,7 @@ int runStampede(int argc, char** argv) {
         if (g_stampede_interrupted.load()) {
           break;
         }
-        runs.push_back(experiment.run(scenario, d, /*nutcracker=*/true));
+        runs.push_back(experiment.run(scenario, d, /*nutcracker=*/true, /*warmup=*/false));
       }
     }
   }

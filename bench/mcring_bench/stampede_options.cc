@@ -29,7 +29,13 @@ experiment
   --with-nutcracker      also run the add scenario against nutcracker (modula and/or ketama,
                          whichever are in LIST; ketama otherwise), restarted with the new config
   --quick                the add scenario, all 5 distributions, in under a minute: --keys 100000
-                         --rate 2000 --before 3 --after 4 (flags given explicitly still win)
+                         --rate 2000 --before 3 --after 4 (flags given explicitly still win);
+                         with --warmup, only modula,ketama unless --distributions is given
+  --warmup               run each distribution twice against mcring: without and with warm
+                         migration (`warmup_window: MS` in the pool config before and after the
+                         change); labelled DIST and DIST+warmup. nutcracker runs never warm up
+  --warmup-window MS     the warm-up window (default: --after + 5 s, so that it covers the whole
+                         measured period after the change; 1..3600000); implies --warmup
 load
   --keys N               warmed key space (default 200000)
   --zipf S               Zipf exponent of the get keys (default 0.5; 0 = uniform)
@@ -199,6 +205,7 @@ std::optional<StampedeOptions> parseStampedeFlags(const std::vector<std::string>
   static const std::set<std::string> kDistributions = {"modula", "ketama", "jump", "rendezvous",
                                                        "maglev"};
   bool scenario_given = false;
+  bool distributions_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     auto value = [&](std::string* out) {
@@ -263,6 +270,7 @@ std::optional<StampedeOptions> parseStampedeFlags(const std::vector<std::string>
         return std::nullopt;
       }
       o.distributions = splitComma(v);
+      distributions_given = true;
       if (o.distributions.empty()) {
         *error = "--distributions: empty list";
         return std::nullopt;
@@ -339,6 +347,13 @@ std::optional<StampedeOptions> parseStampedeFlags(const std::vector<std::string>
       }
     } else if (flag == "--with-nutcracker") {
       o.with_nutcracker = true;
+    } else if (flag == "--warmup") {
+      o.warmup = true;
+    } else if (flag == "--warmup-window") {
+      if (!integer(1, 3'600'000, &o.warmup_window_ms)) {
+        return std::nullopt;
+      }
+      o.warmup = true;
     } else if (flag == "--servers") {
       if (!value(&v)) {
         return std::nullopt;
@@ -373,6 +388,16 @@ std::optional<StampedeOptions> parseStampedeFlags(const std::vector<std::string>
   }
   if (o.quick && !scenario_given) {
     o.scenarios = {Scenario::Add};
+  }
+  if (o.warmup) {
+    if (o.quick && !distributions_given) {
+      // Twice the runs: keep --quick quick with the two that tell the story (mod N, a ring).
+      o.distributions = {"modula", "ketama"};
+    }
+    if (o.warmup_window_ms == 0) {
+      o.warmup_window_ms =
+          (static_cast<uint32_t>(std::ceil(o.after_s)) + kWarmupWindowMarginS) * 1000;
+    }
   }
   if (!o.given_servers.empty()) {
     for (Scenario s : o.scenarios) {

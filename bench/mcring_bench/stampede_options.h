@@ -55,6 +55,12 @@ struct StampedeOptions {
   uint32_t proxy_threads = 1;  // mcring --threads
   bool quick = false;
   bool with_nutcracker = false;
+  // --warmup: each distribution runs twice against mcring, without and with the pool's warm
+  // migration (`warmup_window: warmup_window_ms` in both configs; issue 10). nutcracker never.
+  bool warmup = false;
+  // --warmup-window MS; 0 until parsed: then (ceil(--after) + kWarmupWindowMarginS) s, so that
+  // the window covers the whole measured period after the change.
+  uint32_t warmup_window_ms = 0;
   bool json = false;
   bool quiet = false;
   std::string out_dir = "bench/results";
@@ -64,6 +70,10 @@ struct StampedeOptions {
   std::vector<uint16_t> given_servers;  // --servers: running backends to use instead of starting
   std::string hash = "fnv1a_64";
 };
+
+// Seconds the default --warmup-window adds to --after (the window opens at the switch, a few ms
+// before t0; the margin also covers a slow machine).
+constexpr uint32_t kWarmupWindowMarginS = 5;
 
 extern const char kStampedeUsage[];
 

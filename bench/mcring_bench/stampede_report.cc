@@ -169,12 +169,12 @@ std::string markdownTable(const StampedeOptions& options, Scenario scenario,
       continue;
     }
     if (!r.error.empty()) {
-      md << "| " << r.proxy << " | " << r.distribution << " | failed: " << r.error
+      md << "| " << r.proxy << " | " << r.shownDistribution() << " | failed: " << r.error
          << " | | | | | | | | | |\n";
       continue;
     }
     const double expected = expectedFirstSecond(r);
-    md << "| " << r.proxy << " | " << r.distribution << " | " << fixed(r.hit_ratio_before, 3)
+    md << "| " << r.proxy << " | " << r.shownDistribution() << " | " << fixed(r.hit_ratio_before, 3)
        << " | " << fixed(r.hit_ratio_after, 3) << " | " << fixed(expected, 3) << " | "
        << fixed(r.hit_ratio_min, 3) << " | "
        << (r.recovery_seconds ? std::to_string(*r.recovery_seconds)
@@ -201,7 +201,7 @@ std::string markdownTable(const StampedeOptions& options, Scenario scenario,
       kinds += (kinds.empty() ? "" : ", ") + std::to_string(r.unsent) + " unsent (rate not met)";
     }
     if (!kinds.empty()) {
-      notes += "- " + r.proxy + " " + r.distribution + ": " + kinds + "\n";
+      notes += "- " + r.proxy + " " + r.shownDistribution() + ": " + kinds + "\n";
     }
   }
   if (!notes.empty()) {
@@ -223,7 +223,14 @@ std::string markdownReport(const StampedeOptions& options, const std::vector<Sta
       options.connections,
       options.refill ? "cache-aside (a miss is followed by a set of the key)" : "no refill",
       options.before_s, options.after_s, static_cast<unsigned long long>(options.seed));
-  md << params << "\n\n";
+  md << params;
+  if (options.warmup) {
+    md << " Each distribution also ran with warm migration (`DIST+warmup`: `warmup_window: "
+       << options.warmup_window_ms
+       << "` in the pool config before and after the change; a miss on a moved key is answered "
+          "from its previous server and copied to the new one).";
+  }
+  md << "\n\n";
   for (Scenario s : options.scenarios) {
     md << markdownTable(options, s, runs) << "\n";
   }
@@ -241,10 +248,13 @@ std::string jsonReport(const StampedeOptions& options, const std::vector<Stamped
      << ",\"refill\":" << (options.refill ? "true" : "false") << ",\"seed\":" << options.seed
      << ",\"quick\":" << (options.quick ? "true" : "false")
      << ",\"proxy_threads\":" << options.proxy_threads << ",\"hash\":" << jsonString(options.hash)
+     << ",\"warmup\":" << (options.warmup ? "true" : "false")
+     << ",\"warmup_window_ms\":" << (options.warmup ? options.warmup_window_ms : 0)
      << ",\"out\":" << jsonString(options.out_dir) << "},\"runs\":[";
   bool first = true;
   for (const StampedeRun& r : runs) {
     js << (first ? "" : ",") << "{\"distribution\":" << jsonString(r.distribution)
+       << ",\"warmup\":" << (r.warmup ? "true" : "false") << ",\"label\":" << jsonString(r.label())
        << ",\"scenario\":" << jsonString(scenarioName(r.scenario))
        << ",\"proxy\":" << jsonString(r.proxy) << ",\"servers_before\":" << r.servers_before
        << ",\"servers_after\":" << r.servers_after
@@ -297,8 +307,11 @@ std::vector<std::string> plotScenario(const StampedeOptions& options, Scenario s
   gp << "set datafile separator ','\n";
   gp << "set title \"mcring-bench stampede: " << scenarioText(scenario) << "\\n"
      << "N=" << options.backends << ", " << options.keys << " keys, Zipf " << options.zipf << ", "
-     << options.rate << " gets/s, " << (options.refill ? "cache-aside refill" : "no refill")
-     << "\" noenhanced\n";
+     << options.rate << " gets/s, " << (options.refill ? "cache-aside refill" : "no refill");
+  if (options.warmup) {
+    gp << "; dashed: +warmup, warmup_window " << options.warmup_window_ms << " ms";
+  }
+  gp << "\" noenhanced\n";
   gp << "set xlabel 'seconds from the change (0 = reload applied / backend killed / nutcracker "
         "stopped)'\n";
   gp << "set ylabel 'hit ratio (per second)'\n";
@@ -323,22 +336,30 @@ std::vector<std::string> plotScenario(const StampedeOptions& options, Scenario s
   }
   std::ostringstream plot;
   bool any = false;
-  int color = 0;
+  // One color per proxy and distribution: a warm-up run (--warmup) is drawn dashed in the color
+  // of its cold twin.
+  std::vector<std::string> colors;
   for (const StampedeRun& r : runs) {
     if (r.scenario != scenario || !r.error.empty() || r.csv_path.empty()) {
       continue;
     }
+    const std::string twin = r.proxy + "-" + r.distribution;
+    auto it = std::find(colors.begin(), colors.end(), twin);
+    if (it == colors.end()) {
+      it = colors.insert(colors.end(), twin);
+    }
+    const int color = static_cast<int>(it - colors.begin());
     // Row t covers [t-1, t): a step centred on t-0.5, so the change shows where it happened.
     plot << (any ? ", \\\n     " : "plot ") << "'" << r.csv_path
-         << "' skip 1 using ($1-0.5):4 with histeps linewidth 2 linecolor " << (color + 1)
-         << " title '" << r.label() << "'";
+         << "' skip 1 using ($1-0.5):4 with histeps linewidth " << (r.warmup ? 3 : 2)
+         << " linecolor " << (color + 1) << (r.warmup ? " dashtype 2" : "") << " title '"
+         << r.label() << "'";
     if (r.errors_after > 0) {
       // Errors (connection refused or reset, SERVER_ERROR): the gap a restart or crash leaves.
       plot << ", \\\n     '" << r.csv_path << "' skip 1 using ($1-0.5):6 axes x1y2 with "
            << "impulses linewidth 4 linecolor " << (color + 1) << " title '" << r.label()
            << " errors'";
     }
-    ++color;
     any = true;
   }
   if (!any) {

@@ -30,6 +30,7 @@ struct StampedeSecond {
 struct StampedeRun {
   std::string proxy;  // "mcring" or "nutcracker"
   std::string distribution;
+  bool warmup = false;  // mcring with `warmup_window` in the pool config (--warmup)
   Scenario scenario = Scenario::Add;
   uint32_t servers_before = 0;
   uint32_t servers_after = 0;
@@ -55,8 +56,12 @@ struct StampedeRun {
   std::string csv_path;
   std::string error;  // non-empty: the run failed (and says why)
 
+  // The distribution as the table and the plot show it: `ketama+warmup` for a warm-up run.
+  std::string shownDistribution() const { return distribution + (warmup ? "+warmup" : ""); }
+  // The run's name in file names, the plot's key and progress: `ketama`, `ketama+warmup`,
+  // `nutcracker-ketama`.
   std::string label() const {
-    return proxy == "mcring" ? distribution : proxy + "-" + distribution;
+    return proxy == "mcring" ? shownDistribution() : proxy + "-" + shownDistribution();
   }
 };
 

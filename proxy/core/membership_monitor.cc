@@ -180,12 +180,15 @@ void MembershipMonitor::onTopologyChange(const config::Topology& before,
     if (mb && ma) {
       e.modula_moved = routing::planMigration(*mb, before_ids, *ma, after_ids).moved;
     }
+    std::string warmup = e.warmup_window_ms == 0
+                             ? std::string()
+                             : "; warm-up window " + std::to_string(e.warmup_window_ms) + " ms";
     MCRING_LOG(Notice,
                "event %llu %s: pool '%s' %zu -> %zu servers: predicted %s of keys "
-               "moved (%s; modula would move %s)",
+               "moved (%s; modula would move %s)%s",
                static_cast<unsigned long long>(e.id), e.kind.c_str(), e.pool.c_str(),
                e.servers_before, e.servers_after, pct(e.predicted_moved).c_str(), e.method.c_str(),
-               pct(e.modula_moved).c_str());
+               pct(e.modula_moved).c_str(), warmup.c_str());
     events_.push_back(std::move(e));
     if (events_.size() > kKeepEvents) {
       events_.erase(events_.begin());

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Smoke test of `mcring-bench stampede`: a tiny add run (4 -> 5 backends, modula and ketama) must
-# produce a well-formed summary whose numbers make sense, and leave no process behind.
+# Smoke test of `mcring-bench stampede`: a tiny add run (4 -> 5 backends, modula and ketama, each
+# without and with warm migration: --warmup) must produce a well-formed summary whose numbers make
+# sense, with a cold and a warm run per distribution, and leave no process behind.
 #
 # usage: stampede_smoke.sh path/to/mcring-bench path/to/mcring
 # Checks shape and sanity, not timing (the machine may be busy). Exit 77 = skipped (no
@@ -51,7 +52,7 @@ trap 'exit 130' INT TERM
 status=0
 timeout -s INT -k 20 240 "$bench" stampede --distributions modula,ketama --backends 4 \
   --keys 5000 --before 2 --after 2 --rate 1000 --connections 4 --mcring "$mcring" \
-  --out "$work/results" --json >"$work/summary.json" 2>"$work/stderr" &
+  --warmup --out "$work/results" --json >"$work/summary.json" 2>"$work/stderr" &
 bench_pid=$!
 wait "$bench_pid" || status=$?
 bench_pid=""
@@ -66,8 +67,8 @@ if ! leftovers; then
   exit 1
 fi
 started=$(grep -c '^stampede: pid [0-9]* started' "$work/stderr" || true)
-if [[ "$started" -lt 12 ]]; then
-  echo "FAIL: expected at least 12 processes (2 x (5 memcached + mcring)), saw $started"
+if [[ "$started" -lt 24 ]]; then
+  echo "FAIL: expected at least 24 processes (4 runs x (5 memcached + mcring)), saw $started"
   exit 1
 fi
 
@@ -75,11 +76,28 @@ fi
 import csv, json, os, sys
 
 doc = json.load(open(sys.argv[1]))
-runs = {r["distribution"]: r for r in doc["runs"]}
-fields = ["distribution", "scenario", "hit_ratio_before", "hit_ratio_after", "hit_ratio_min",
-          "recovery_seconds", "moved_fraction", "theory_moved_fraction"]
-checks = [("two runs, modula and ketama", sorted(runs) == ["ketama", "modula"])]
-for name, r in sorted(runs.items()):
+# --warmup: every distribution twice, a cold run (warmup false) and a warm one (warmup true).
+pairs = sorted((r.get("distribution"), r.get("warmup")) for r in doc["runs"])
+checks = [
+    ("four runs: modula and ketama, each with warmup false and true",
+     pairs == [("ketama", False), ("ketama", True), ("modula", False), ("modula", True)]),
+    ("every run's warmup is a JSON boolean",
+     all(type(r.get("warmup")) is bool for r in doc["runs"])),
+    ("params say warmup, with a window covering --after (2 s)",
+     doc["params"].get("warmup") is True
+     and (doc["params"].get("warmup_window_ms") or 0) >= 2000),
+    ("labels: DIST for cold runs, DIST+warmup for warm ones",
+     all(r.get("label") == r["distribution"] + ("+warmup" if r.get("warmup") else "")
+         for r in doc["runs"])),
+    ("a CSV per run (warm and cold not written to the same file)",
+     len({r.get("csv") for r in doc["runs"]}) == len(doc["runs"])),
+]
+allruns = {r["distribution"] + ("+warmup" if r.get("warmup") else ""): r for r in doc["runs"]}
+runs = {k: r for k, r in allruns.items() if not r.get("warmup")}  # the cold ones, as before
+fields = ["distribution", "warmup", "scenario", "hit_ratio_before", "hit_ratio_after",
+          "hit_ratio_min", "recovery_seconds", "moved_fraction", "theory_moved_fraction"]
+checks.append(("two cold runs, modula and ketama", sorted(runs) == ["ketama", "modula"]))
+for name, r in sorted(allruns.items()):
     checks += [
         (f"{name}: every summary field present", all(f in r for f in fields)),
         (f"{name}: no error", "error" not in r),
@@ -114,6 +132,24 @@ if sorted(runs) == ["ketama", "modula"]:
         ("ketama moved < 0.35", 0 < (k["moved_fraction"] or 1) < 0.35),
         ("ketama's first second after > modula's",
          (k["hit_ratio_after"] or 0) > (m["hit_ratio_after"] or 1)),
+    ]
+# A warm run moves the same keys as its cold twin (the same rings; warm-up only copies), and
+# warm-up never makes the first second after the change worse (0.1: sampling noise of ~1000
+# gets, and this machine may be busy); with warm-up the change costs (almost) no hits.
+for d in ("modula", "ketama"):
+    cold, warm = allruns.get(d), allruns.get(d + "+warmup")
+    if cold is None or warm is None:
+        continue
+    checks += [
+        (f"{d}+warmup: same keys moved as {d}",
+         warm.get("moved_fraction_route") is not None
+         and warm.get("moved_fraction_route") == cold.get("moved_fraction_route")),
+        (f"{d}+warmup: first second after >= {d}'s - 0.1",
+         (warm.get("hit_ratio_after") or 0) >= (cold.get("hit_ratio_after") or 0) - 0.1),
+        # Warm-up answers moved keys from their previous server: even modula's 4 -> 5 (80% of
+        # the keys moved; cold, the first second hits ~0.2-0.4) stays close to the baseline.
+        (f"{d}+warmup: first second after within 0.1 of the hit ratio before",
+         (warm.get("hit_ratio_after") or 0) >= (warm.get("hit_ratio_before") or 1) - 0.1),
     ]
 failed = [name for name, ok in checks if not ok]
 for name in failed:
