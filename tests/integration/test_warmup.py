@@ -40,7 +40,9 @@ class WarmupCase(IntegrationCase):
             self.backends.append(m)
         opts = {"warmup_window": window_ms}
         opts.update(extra or {})
-        self.proxy = Mcring(self.lines(active), self.tmp, extra=opts,
+        # A generous backend timeout: these tests assert zero errors, and a shared 2-vCPU
+        # machine can stall a process for a second (backend faults are test_chaos's subject).
+        self.proxy = Mcring(self.lines(active), self.tmp, extra=opts, timeout_ms=5000,
                             args=["--threads", str(threads)])
         self.addCleanup(self.proxy.stop)
         self.dump_log_on_failure(self.proxy)
@@ -60,7 +62,7 @@ class WarmupCase(IntegrationCase):
         tmp = self.proxy.config_path + ".tmp"
         with open(tmp, "w") as f:
             f.write(pool_yaml(self.proxy.pool, self.proxy.port, self.proxy.servers,
-                              extra=self.proxy.extra))
+                              timeout_ms=self.proxy.timeout_ms, extra=self.proxy.extra))
         os.rename(tmp, self.proxy.config_path)
         os.kill(self.proxy.pid, signal.SIGHUP)
         deadline = time.monotonic() + 10
