@@ -3,6 +3,7 @@
 
 #include <event2/buffer.h>
 
+#include <cstring>
 #include <utility>
 
 namespace mcring::net {
@@ -27,12 +28,32 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
   return *this;
 }
 
-size_t Buffer::size() const { return evbuffer_get_length(buf_); }
+size_t Buffer::size() const {
+  return evbuffer_get_length(buf_);
+}
 
 size_t Buffer::findNewline(size_t from, size_t limit) const {
   size_t len = size();
   if (from >= len) {
     return npos;
+  }
+  size_t stop_at = limit < len ? limit : len;
+  if (from >= stop_at) {
+    return npos;
+  }
+  // Fast path: the range starts in the first chunk (the common case: a line at the front).
+  evbuffer_iovec first;
+  if (evbuffer_peek(buf_, -1, nullptr, &first, 1) >= 1 && from < first.iov_len) {
+    size_t end_in_first = stop_at < first.iov_len ? stop_at : first.iov_len;
+    const char* base = static_cast<const char*>(first.iov_base);
+    const void* hit = std::memchr(base + from, '\n', end_in_first - from);
+    if (hit != nullptr) {
+      return static_cast<size_t>(static_cast<const char*>(hit) - base);
+    }
+    if (end_in_first == stop_at) {
+      return npos;
+    }
+    from = end_in_first;
   }
   evbuffer_ptr start;
   if (evbuffer_ptr_set(buf_, &start, from, EVBUFFER_PTR_SET) != 0) {
@@ -59,6 +80,10 @@ std::string_view Buffer::contiguous(size_t n) {
 }
 
 char Buffer::byteAt(size_t pos) const {
+  evbuffer_iovec first;
+  if (evbuffer_peek(buf_, -1, nullptr, &first, 1) >= 1 && pos < first.iov_len) {
+    return static_cast<const char*>(first.iov_base)[pos];
+  }
   evbuffer_ptr ptr;
   char c = 0;
   if (evbuffer_ptr_set(buf_, &ptr, pos, EVBUFFER_PTR_SET) == 0) {
@@ -67,9 +92,17 @@ char Buffer::byteAt(size_t pos) const {
   return c;
 }
 
-void Buffer::drain(size_t n) { evbuffer_drain(buf_, n); }
-void Buffer::moveTo(Buffer& dst, size_t n) { evbuffer_remove_buffer(buf_, dst.buf_, n); }
-void Buffer::moveAllTo(Buffer& dst) { evbuffer_add_buffer(dst.buf_, buf_); }
-void Buffer::append(std::string_view bytes) { evbuffer_add(buf_, bytes.data(), bytes.size()); }
+void Buffer::drain(size_t n) {
+  evbuffer_drain(buf_, n);
+}
+void Buffer::moveTo(Buffer& dst, size_t n) {
+  evbuffer_remove_buffer(buf_, dst.buf_, n);
+}
+void Buffer::moveAllTo(Buffer& dst) {
+  evbuffer_add_buffer(dst.buf_, buf_);
+}
+void Buffer::append(std::string_view bytes) {
+  evbuffer_add(buf_, bytes.data(), bytes.size());
+}
 
 }  // namespace mcring::net

@@ -11,7 +11,7 @@ namespace mcring::net {
 
 class Buffer {
  public:
-  Buffer();                          // owns a new evbuffer
+  Buffer();                             // owns a new evbuffer
   explicit Buffer(evbuffer* borrowed);  // wraps one owned elsewhere (a bufferevent's)
   ~Buffer();
   Buffer(const Buffer&) = delete;

@@ -3,41 +3,91 @@
 
 #include <event2/event.h>
 #include <event2/thread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
+
+#include "proxy/net/tcp_connection.h"
 
 namespace mcring::net {
 
-void initThreading() { evthread_use_pthreads(); }
+void initThreading() {
+  evthread_use_pthreads();
+}
 
 EventLoop::EventLoop() {
-  base_ = event_base_new();
+  // Each base is only ever touched by its own thread (post() crosses threads with an eventfd),
+  // so it needs none of libevent's locks.
+  event_config* cfg = event_config_new();
+  if (cfg == nullptr) {
+    std::abort();
+  }
+  event_config_set_flag(cfg, EVENT_BASE_FLAG_NOLOCK);
+  base_ = event_base_new_with_config(cfg);
+  event_config_free(cfg);
   if (base_ == nullptr) {
     std::abort();
   }
-  // Never added: event_active() from another thread runs it (libevent's locking is on).
-  wakeup_ = event_new(base_, -1, EV_PERSIST, &EventLoop::onPosted, this);
+  wakeup_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (wakeup_fd_ < 0) {
+    std::abort();
+  }
+  wakeup_ = event_new(base_, wakeup_fd_, EV_READ | EV_PERSIST, &EventLoop::onPosted, this);
+  event_add(wakeup_, nullptr);
+  // Never added: activated when a connection has output to write; it runs after the events
+  // already active in this iteration (same priority, queued behind them).
+  flush_ = event_new(base_, -1, 0, &EventLoop::onFlush, this);
 }
 
 EventLoop::~EventLoop() {
+  event_free(flush_);
   event_free(wakeup_);
+  ::close(wakeup_fd_);
   event_base_free(base_);
 }
 
 // A worker with no connections must keep waiting for posted work.
-void EventLoop::run() { event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY); }
-void EventLoop::stop() { event_base_loopbreak(base_); }
-
-void EventLoop::post(std::function<void()> fn) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    posted_.push_back(std::move(fn));
-  }
-  event_active(wakeup_, EV_READ, 0);
+void EventLoop::run() {
+  owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
 }
 
-void EventLoop::onPosted(int, short, void* arg) {
+void EventLoop::stop() {
+  std::thread::id owner = owner_.load(std::memory_order_relaxed);
+  if (owner == std::thread::id() || owner == std::this_thread::get_id()) {
+    event_base_loopbreak(base_);
+  } else {
+    post([this] { event_base_loopbreak(base_); });
+  }
+}
+
+void EventLoop::post(std::function<void()> fn) {
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    wake = posted_.empty();
+    posted_.push_back(std::move(fn));
+  }
+  if (wake) {
+    uint64_t one = 1;
+    ssize_t n;
+    do {
+      n = ::write(wakeup_fd_, &one, sizeof(one));
+    } while (n < 0 && errno == EINTR);
+  }
+}
+
+void EventLoop::onPosted(int fd, short, void* arg) {
   auto* self = static_cast<EventLoop*>(arg);
+  uint64_t count;
+  ssize_t n;
+  do {
+    n = ::read(fd, &count, sizeof(count));
+  } while (n < 0 && errno == EINTR);
   std::vector<std::function<void()>> work;
   {
     std::lock_guard<std::mutex> lock(self->mutex_);
@@ -48,10 +98,45 @@ void EventLoop::onPosted(int, short, void* arg) {
   }
 }
 
+void EventLoop::scheduleFlush(TcpConnection* conn) {
+  flush_queue_.push_back(conn);
+  if (!flush_active_) {
+    flush_active_ = true;
+    event_active(flush_, EV_TIMEOUT, 0);
+  }
+}
+
+void EventLoop::cancelFlush(TcpConnection* conn) {
+  for (auto& c : flush_queue_) {
+    if (c == conn) {
+      c = nullptr;
+      return;
+    }
+  }
+}
+
+void EventLoop::onFlush(int, short, void* arg) {
+  auto* self = static_cast<EventLoop*>(arg);
+  // Connections queued while flushing (a write callback produced output elsewhere) are
+  // written in this same pass.
+  for (size_t i = 0; i < self->flush_queue_.size(); ++i) {
+    TcpConnection* c = self->flush_queue_[i];
+    if (c == nullptr) {
+      continue;
+    }
+    self->flush_queue_[i] = nullptr;
+    c->flushQueued();
+  }
+  self->flush_queue_.clear();
+  self->flush_active_ = false;
+}
+
 Timer::Timer(EventLoop& loop, std::function<void()> fn) : fn_(std::move(fn)) {
   ev_ = event_new(loop.raw(), -1, 0, &Timer::onFire, this);
 }
-Timer::~Timer() { event_free(ev_); }
+Timer::~Timer() {
+  event_free(ev_);
+}
 
 void Timer::start(uint64_t ms, bool periodic) {
   event_del(ev_);
@@ -59,17 +144,27 @@ void Timer::start(uint64_t ms, bool periodic) {
   timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
   event_add(ev_, &tv);
 }
-void Timer::stop() { event_del(ev_); }
-bool Timer::pending() const { return event_pending(ev_, EV_TIMEOUT, nullptr) != 0; }
-void Timer::onFire(int, short, void* arg) { static_cast<Timer*>(arg)->fn_(); }
+void Timer::stop() {
+  event_del(ev_);
+}
+bool Timer::pending() const {
+  return event_pending(ev_, EV_TIMEOUT, nullptr) != 0;
+}
+void Timer::onFire(int, short, void* arg) {
+  static_cast<Timer*>(arg)->fn_();
+}
 
 SignalWatcher::SignalWatcher(EventLoop& loop, int signo, std::function<void()> fn)
     : fn_(std::move(fn)) {
   ev_ = evsignal_new(loop.raw(), signo, &SignalWatcher::onSignal, this);
   event_add(ev_, nullptr);
 }
-SignalWatcher::~SignalWatcher() { event_free(ev_); }
-void SignalWatcher::onSignal(int, short, void* arg) { static_cast<SignalWatcher*>(arg)->fn_(); }
+SignalWatcher::~SignalWatcher() {
+  event_free(ev_);
+}
+void SignalWatcher::onSignal(int, short, void* arg) {
+  static_cast<SignalWatcher*>(arg)->fn_();
+}
 
 }  // namespace mcring::net
 
@@ -79,7 +174,11 @@ FdWatcher::FdWatcher(EventLoop& loop, int fd, std::function<void()> fn) : fn_(st
   ev_ = event_new(loop.raw(), fd, EV_READ | EV_PERSIST, &FdWatcher::onReady, this);
   event_add(ev_, nullptr);
 }
-FdWatcher::~FdWatcher() { event_free(ev_); }
-void FdWatcher::onReady(int, short, void* arg) { static_cast<FdWatcher*>(arg)->fn_(); }
+FdWatcher::~FdWatcher() {
+  event_free(ev_);
+}
+void FdWatcher::onReady(int, short, void* arg) {
+  static_cast<FdWatcher*>(arg)->fn_();
+}
 
 }  // namespace mcring::net

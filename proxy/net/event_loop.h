@@ -1,14 +1,18 @@
 // One libevent event base, run by one thread, plus a way for other threads to post work to it.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 struct event_base;
 struct event;
 
 namespace mcring::net {
+
+class TcpConnection;
 
 class EventLoop {
  public:
@@ -27,9 +31,23 @@ class EventLoop {
   event_base* raw() const { return base_; }
 
  private:
+  friend class TcpConnection;
+  // Connections whose output got bytes during the current batch of callbacks: written once the
+  // batch is over (one writev per connection per batch, no EPOLLOUT round trip).
+  void scheduleFlush(TcpConnection* conn);
+  void cancelFlush(TcpConnection* conn);
+  static void onFlush(int, short, void* arg);
   static void onPosted(int, short, void* arg);
+
+  // The base has no locks (EVENT_BASE_FLAG_NOLOCK): other threads reach it only through post(),
+  // which wakes it with an eventfd.
   event_base* base_ = nullptr;
   event* wakeup_ = nullptr;
+  int wakeup_fd_ = -1;
+  event* flush_ = nullptr;
+  bool flush_active_ = false;
+  std::vector<TcpConnection*> flush_queue_;
+  std::atomic<std::thread::id> owner_{};
   std::mutex mutex_;
   std::vector<std::function<void()>> posted_;
 };
@@ -65,7 +83,8 @@ class SignalWatcher {
   std::function<void()> fn_;
 };
 
-// Enables libevent's locking; call once before creating loops used from several threads.
+// Enables libevent's locking (the event bases themselves run without locks, see EventLoop); call
+// once, before creating loops used from several threads.
 void initThreading();
 
 }  // namespace mcring::net

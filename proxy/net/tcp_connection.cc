@@ -1,37 +1,81 @@
-// TcpConnection and Listener over bufferevent / evconnlistener.
+// TcpConnection over raw events and evbuffers; Listener over evconnlistener.
+//
+// TcpConnection keeps a bufferevent's observable behaviour (callbacks, watermarks, timeouts,
+// close reasons, writing on after EOF) but does its own I/O:
+// - reads go straight into space reserved at the end of the input evbuffer, sized from the
+//   previous reads (4 KiB up to 64 KiB), with no FIONREAD ioctl; a read that fills its space is
+//   followed by another, up to kMaxReadPerEvent per readiness event;
+// - output is written at the end of the current batch of callbacks (EventLoop::onFlush), so
+//   everything produced for a connection while handling one epoll_wait result goes out in one
+//   writev, and EV_WRITE is armed only when the socket is full (EAGAIN or a short write).
 #include "proxy/net/tcp_connection.h"
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
+#include <event2/event.h>
 #include <event2/listener.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 namespace mcring::net {
 
-TcpConnection::TcpConnection(bufferevent* bev, ConnectionHandler* handler)
-    : bev_(bev),
-      handler_(handler),
-      input_(bufferevent_get_input(bev)),
-      output_(bufferevent_get_output(bev)) {
-  // bufferevent writes at most 16 KiB per writev by default: large values then cost many
-  // syscalls per request (bench/RESULTS.md, workload 5).
-  bufferevent_set_max_single_write(bev_, 256 * 1024);
-  bufferevent_setcb(bev_, &TcpConnection::onRead, &TcpConnection::onWrite,
-                    &TcpConnection::onEvent, this);
+namespace {
+
+// Reservations are sized so that a fresh evbuffer chain (rounded up to a power of two with its
+// header) stays at 4..64 KiB: larger chunks would be mmap'ed by malloc.
+constexpr size_t kChainOverhead = 128;
+constexpr size_t kReadMin = 4096 - kChainOverhead;
+constexpr size_t kReadMax = 65536 - kChainOverhead;
+// Fairness bounds per readiness event (as bufferevent's max_single_write was raised to).
+constexpr size_t kMaxReadPerEvent = 256 * 1024;
+constexpr size_t kMaxWritePerEvent = 256 * 1024;
+
+timeval toTimeval(uint32_t ms) {
+  return timeval{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
 }
 
-TcpConnection::~TcpConnection() { close(); }
+}  // namespace
+
+TcpConnection::TcpConnection(EventLoop& loop, int fd, ConnectionHandler* handler)
+    : loop_(&loop), fd_(fd), handler_(handler), read_hint_(kReadMin) {
+  read_ev_ = event_new(loop.raw(), fd, EV_READ | EV_PERSIST, &TcpConnection::onReadEvent, this);
+  write_ev_ = event_new(loop.raw(), fd, EV_WRITE | EV_PERSIST, &TcpConnection::onWriteEvent, this);
+  evbuffer_add_cb(output_.raw(), &TcpConnection::onOutputChanged, this);
+  input_cb_ = evbuffer_add_cb(input_.raw(), &TcpConnection::onInputChanged, this);
+  // Only needed while reading is suspended at the high watermark.
+  evbuffer_cb_clear_flags(input_.raw(), input_cb_, EVBUFFER_CB_ENABLED);
+}
+
+TcpConnection::~TcpConnection() {
+  close();
+  for (Guard* g = guard_; g != nullptr; g = g->prev) {
+    g->destroyed = true;
+  }
+}
 
 void TcpConnection::close() {
-  if (bev_ != nullptr) {
-    bufferevent_free(bev_);
-    bev_ = nullptr;
+  if (fd_ >= 0) {
+    if (flush_queued_) {
+      loop_->cancelFlush(this);
+      flush_queued_ = false;
+    }
+    evbuffer_remove_cb(output_.raw(), &TcpConnection::onOutputChanged, this);
+    evbuffer_remove_cb_entry(input_.raw(), input_cb_);
+    input_cb_ = nullptr;
+    event_free(read_ev_);
+    event_free(write_ev_);
+    read_ev_ = write_ev_ = nullptr;
+    ::close(fd_);
+    fd_ = -1;
+    read_armed_ = write_armed_ = false;
+    read_enabled_ = write_enabled_ = false;
   }
   handler_ = nullptr;
 }
@@ -44,13 +88,13 @@ std::unique_ptr<TcpConnection> TcpConnection::adopt(EventLoop& loop, int fd,
   if (keepalive) {
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
   }
-  bufferevent* bev = bufferevent_socket_new(loop.raw(), fd, BEV_OPT_CLOSE_ON_FREE);
-  if (bev == nullptr) {
-    ::close(fd);
-    return nullptr;
+  std::unique_ptr<TcpConnection> conn(new TcpConnection(loop, fd, handler));
+  if (conn->read_ev_ == nullptr || conn->write_ev_ == nullptr || conn->input_cb_ == nullptr) {
+    return nullptr;  // the destructor closes fd
   }
-  std::unique_ptr<TcpConnection> conn(new TcpConnection(bev, handler));
-  bufferevent_enable(bev, EV_READ | EV_WRITE);
+  conn->read_enabled_ = true;
+  conn->write_enabled_ = true;
+  conn->updateReadEvent();
   return conn;
 }
 
@@ -69,91 +113,361 @@ std::unique_ptr<TcpConnection> TcpConnection::connect(EventLoop& loop,
       setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
     }
   }
-  bufferevent* bev = bufferevent_socket_new(loop.raw(), fd, BEV_OPT_CLOSE_ON_FREE);
-  if (bev == nullptr) {
-    ::close(fd);
+  std::unique_ptr<TcpConnection> conn(new TcpConnection(loop, fd, handler));
+  if (conn->read_ev_ == nullptr || conn->write_ev_ == nullptr || conn->input_cb_ == nullptr) {
     return nullptr;
   }
-  std::unique_ptr<TcpConnection> conn(new TcpConnection(bev, handler));
+  conn->read_enabled_ = true;
+  conn->write_enabled_ = true;
+  conn->connecting_ = true;
+  conn->connect_timeout_ms_ = timeout_ms;
+  int r = ::connect(fd, address.get(), static_cast<socklen_t>(address.length));
+  if (r != 0) {
+    int e = errno;
+    if (e == ECONNREFUSED) {
+      // Reported from the loop as an error, as bufferevent_socket_connect does.
+      conn->connect_error_ = e;
+    } else if (e != EINPROGRESS && e != EINTR) {
+      // Immediate failure (e.g. unix socket missing): the caller treats nullptr as a failed
+      // connect.
+      return nullptr;
+    }
+  }
+  // Completion (or an immediate result, r == 0 on unix sockets) is handled by the write event;
+  // while connecting, its timeout is the connect timeout.
   if (timeout_ms > 0) {
-    // While connecting, the write timeout is the connect timeout.
-    timeval tv{static_cast<time_t>(timeout_ms / 1000),
-               static_cast<suseconds_t>((timeout_ms % 1000) * 1000)};
-    bufferevent_set_timeouts(bev, nullptr, &tv);
+    timeval tv = toTimeval(timeout_ms);
+    event_add(conn->write_ev_, &tv);
+  } else {
+    event_add(conn->write_ev_, nullptr);
   }
-  bufferevent_enable(bev, EV_READ | EV_WRITE);
-  if (bufferevent_socket_connect(bev, const_cast<sockaddr*>(address.get()),
-                                 static_cast<int>(address.length)) != 0) {
-    // Immediate failure (e.g. unix socket missing): reported via onEvent as well in libevent,
-    // but not always; the caller treats nullptr as a failed connect.
-    return nullptr;
+  conn->write_armed_ = true;
+  if (r == 0 || conn->connect_error_ != 0) {
+    event_active(conn->write_ev_, EV_WRITE, 0);
   }
   return conn;
 }
 
-void TcpConnection::enableReading(bool on) {
-  if (on) {
-    bufferevent_enable(bev_, EV_READ);
-  } else {
-    bufferevent_disable(bev_, EV_READ);
+void TcpConnection::updateReadEvent() {
+  if (fd_ < 0) {
+    return;
   }
+  bool want = read_enabled_ && !read_suspended_ && !connecting_;
+  if (want) {
+    // Re-adding resets the timeout, as bufferevent does on enable.
+    if (read_timeout_ms_ > 0) {
+      timeval tv = toTimeval(read_timeout_ms_);
+      event_add(read_ev_, &tv);
+    } else if (!read_armed_) {
+      event_add(read_ev_, nullptr);
+    }
+    read_armed_ = true;
+  } else if (read_armed_) {
+    event_del(read_ev_);
+    read_armed_ = false;
+  }
+}
+
+void TcpConnection::setWriteArmed(bool on) {
+  if (on == write_armed_ || fd_ < 0) {
+    return;
+  }
+  write_armed_ = on;
+  if (on) {
+    event_add(write_ev_, nullptr);
+  } else {
+    event_del(write_ev_);
+  }
+}
+
+void TcpConnection::enableReading(bool on) {
+  if (fd_ < 0 || on == read_enabled_) {
+    return;
+  }
+  read_enabled_ = on;
+  updateReadEvent();
 }
 
 void TcpConnection::setReadTimeout(uint32_t ms) {
-  if (ms == 0) {
-    bufferevent_set_timeouts(bev_, nullptr, nullptr);
+  if (fd_ < 0 || (ms == 0 && read_timeout_ms_ == 0)) {
     return;
   }
-  timeval tv{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
-  bufferevent_set_timeouts(bev_, &tv, nullptr);
+  read_timeout_ms_ = ms;
+  if (!read_armed_) {
+    return;
+  }
+  if (ms == 0) {
+    event_remove_timer(read_ev_);
+  } else {
+    timeval tv = toTimeval(ms);
+    event_add(read_ev_, &tv);
+  }
 }
 
 void TcpConnection::setWriteLowWatermark(size_t bytes) {
-  bufferevent_setwatermark(bev_, EV_WRITE, bytes, 0);
+  write_low_ = bytes;
 }
 
 void TcpConnection::setReadHighWatermark(size_t bytes) {
-  bufferevent_setwatermark(bev_, EV_READ, 0, bytes);
-}
-
-int TcpConnection::fd() const { return bev_ == nullptr ? -1 : bufferevent_getfd(bev_); }
-
-void TcpConnection::onRead(bufferevent*, void* arg) {
-  auto* self = static_cast<TcpConnection*>(arg);
-  if (self->handler_ != nullptr) {
-    self->handler_->onReadable();
-  }
-}
-
-void TcpConnection::onWrite(bufferevent*, void* arg) {
-  auto* self = static_cast<TcpConnection*>(arg);
-  if (self->handler_ != nullptr) {
-    self->handler_->onWritable();
-  }
-}
-
-void TcpConnection::onEvent(bufferevent* bev, short what, void* arg) {
-  auto* self = static_cast<TcpConnection*>(arg);
-  if (self->handler_ == nullptr) {
+  read_high_ = bytes;
+  if (fd_ < 0) {
     return;
   }
-  if (what & BEV_EVENT_CONNECTED) {
-    // The connect timeout is over; read timeouts are set per request by the owner.
-    bufferevent_set_timeouts(bev, nullptr, nullptr);
-    self->handler_->onConnected();
+  bool over = bytes != 0 && input_.size() >= bytes;
+  if (over != read_suspended_) {
+    read_suspended_ = over;
+    if (over) {
+      evbuffer_cb_set_flags(input_.raw(), input_cb_, EVBUFFER_CB_ENABLED);
+    } else {
+      evbuffer_cb_clear_flags(input_.raw(), input_cb_, EVBUFFER_CB_ENABLED);
+    }
+    updateReadEvent();
+  }
+}
+
+void TcpConnection::onInputChanged(evbuffer*, const evbuffer_cb_info* info, void* arg) {
+  auto* self = static_cast<TcpConnection*>(arg);
+  if (info->n_deleted == 0 || !self->read_suspended_ || self->fd_ < 0) {
     return;
   }
-  int err = EVUTIL_SOCKET_ERROR();
-  CloseReason reason = CloseReason::Error;
-  if (what & BEV_EVENT_TIMEOUT) {
-    reason = CloseReason::Timeout;
-  } else if (what & BEV_EVENT_EOF) {
-    reason = CloseReason::Eof;
+  if (self->read_high_ == 0 || self->input_.size() < self->read_high_) {
+    self->read_suspended_ = false;
+    evbuffer_cb_clear_flags(self->input_.raw(), self->input_cb_, EVBUFFER_CB_ENABLED);
+    self->updateReadEvent();
   }
+}
+
+void TcpConnection::onOutputChanged(evbuffer*, const evbuffer_cb_info* info, void* arg) {
+  auto* self = static_cast<TcpConnection*>(arg);
+  if (info->n_added == 0 || self->flush_queued_ || self->write_armed_ || !self->write_enabled_ ||
+      self->connecting_ || self->fd_ < 0) {
+    return;
+  }
+  self->flush_queued_ = true;
+  self->loop_->scheduleFlush(self);
+}
+
+void TcpConnection::flushQueued() {
+  flush_queued_ = false;
+  if (fd_ < 0 || !write_enabled_ || connecting_ || write_armed_) {
+    return;
+  }
+  Guard g(this);
+  writeOutput(g, false);
+}
+
+void TcpConnection::onReadEvent(int, short what, void* arg) {
+  static_cast<TcpConnection*>(arg)->handleRead(what);
+}
+
+void TcpConnection::onWriteEvent(int, short what, void* arg) {
+  static_cast<TcpConnection*>(arg)->handleWrite(what);
+}
+
+void TcpConnection::fail(Guard& g, CloseReason reason, int error) {
   // After EOF the peer may still read: keep writing so pending replies reach it.
-  bufferevent_disable(bev, reason == CloseReason::Eof ? EV_READ : (EV_READ | EV_WRITE));
-  ConnectionHandler* h = self->handler_;
-  h->onClosed(reason, err);
+  read_enabled_ = false;
+  if (reason != CloseReason::Eof) {
+    write_enabled_ = false;
+    setWriteArmed(false);
+    if (flush_queued_) {
+      loop_->cancelFlush(this);
+      flush_queued_ = false;
+    }
+  }
+  updateReadEvent();
+  if (handler_ != nullptr && alive(g)) {
+    handler_->onClosed(reason, error);
+  }
+}
+
+void TcpConnection::handleRead(short what) {
+  Guard g(this);
+  if (what & EV_TIMEOUT) {
+    fail(g, CloseReason::Timeout, ETIMEDOUT);
+    return;
+  }
+  evbuffer* in = input_.raw();
+  size_t total = 0;
+  bool eof = false;
+  int error = 0;
+  while (total < kMaxReadPerEvent) {
+    size_t want = std::min(read_hint_, kMaxReadPerEvent - total);
+    if (read_high_ != 0) {
+      size_t len = evbuffer_get_length(in);
+      if (len >= read_high_) {
+        break;
+      }
+      want = std::min(want, read_high_ - len);
+    }
+    evbuffer_iovec vec[2];
+    int n = evbuffer_reserve_space(in, static_cast<ev_ssize_t>(want), vec, 2);
+    if (n <= 0) {
+      error = ENOMEM;
+      break;
+    }
+    iovec iov[2];
+    size_t room = 0;
+    for (int i = 0; i < n; ++i) {
+      size_t l = std::min(vec[i].iov_len, want - room);
+      iov[i].iov_base = vec[i].iov_base;
+      iov[i].iov_len = l;
+      room += l;
+    }
+    ssize_t r = ::readv(fd_, iov, n);
+    if (r < 0) {
+      int e = errno;
+      evbuffer_commit_space(in, vec, 0);
+      if (e == EINTR) {
+        continue;
+      }
+      if (e != EAGAIN && e != EWOULDBLOCK) {
+        error = e;
+      }
+      break;
+    }
+    if (r == 0) {
+      evbuffer_commit_space(in, vec, 0);
+      eof = true;
+      break;
+    }
+    size_t got = static_cast<size_t>(r);
+    size_t left = got;
+    for (int i = 0; i < n; ++i) {
+      vec[i].iov_len = std::min(left, iov[i].iov_len);
+      left -= vec[i].iov_len;
+    }
+    evbuffer_commit_space(in, vec, n);
+    total += got;
+    if (got < room) {
+      // The socket is (very likely) drained: the next read would only say EAGAIN.
+      if (got * 4 < read_hint_ && read_hint_ > kReadMin) {
+        read_hint_ = std::max(kReadMin, (read_hint_ + kChainOverhead) / 2 - kChainOverhead);
+      }
+      break;
+    }
+    if (room == read_hint_ && read_hint_ < kReadMax) {
+      read_hint_ = std::min(kReadMax, (read_hint_ + kChainOverhead) * 2 - kChainOverhead);
+    }
+  }
+  if (read_high_ != 0 && evbuffer_get_length(in) >= read_high_ && !read_suspended_) {
+    read_suspended_ = true;
+    evbuffer_cb_set_flags(in, input_cb_, EVBUFFER_CB_ENABLED);
+    updateReadEvent();
+  }
+  if (total > 0 && handler_ != nullptr) {
+    handler_->onReadable();
+    if (!alive(g)) {
+      return;
+    }
+    if (eof && !read_armed_) {
+      // The handler stopped reading (throttled) with bytes still in input: as with a
+      // bufferevent, the EOF is reported once it reads again (the socket stays readable).
+      return;
+    }
+  }
+  if (eof) {
+    fail(g, CloseReason::Eof, 0);
+  } else if (error != 0) {
+    fail(g, CloseReason::Error, error);
+  }
+}
+
+void TcpConnection::finishConnect(int error) {
+  Guard g(this);
+  if (error != 0) {
+    fail(g, CloseReason::Error, error);
+    return;
+  }
+  connecting_ = false;
+  // The connect timeout is over; read timeouts are set per request by the owner.
+  event_del(write_ev_);
+  write_armed_ = false;
+  updateReadEvent();
+  if (handler_ != nullptr) {
+    handler_->onConnected();
+    if (!alive(g)) {
+      return;
+    }
+  }
+  if (write_enabled_) {
+    writeOutput(g, true);
+  }
+}
+
+void TcpConnection::handleWrite(short what) {
+  if (connecting_) {
+    if (what & EV_TIMEOUT) {
+      Guard g(this);
+      fail(g, CloseReason::Timeout, ETIMEDOUT);
+      return;
+    }
+    int error = connect_error_;
+    if (error == 0) {
+      socklen_t len = sizeof(error);
+      if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &error, &len) != 0) {
+        error = errno;
+      }
+      if (error == EINPROGRESS || error == EINTR) {
+        return;  // not yet
+      }
+    }
+    finishConnect(error);
+    return;
+  }
+  Guard g(this);
+  if (!write_enabled_) {
+    setWriteArmed(false);
+    return;
+  }
+  writeOutput(g, false);
+}
+
+bool TcpConnection::writeOutput(Guard& g, bool after_connect) {
+  evbuffer* out = output_.raw();
+  size_t written = 0;
+  int error = 0;
+  while (written < kMaxWritePerEvent) {
+    size_t len = evbuffer_get_length(out);
+    if (len == 0) {
+      break;
+    }
+    size_t want = std::min(len, kMaxWritePerEvent - written);
+    int r = evbuffer_write_atmost(out, fd_, static_cast<ev_ssize_t>(want));
+    if (r < 0) {
+      int e = errno;
+      if (e == EINTR) {
+        continue;
+      }
+      if (e != EAGAIN && e != EWOULDBLOCK) {
+        error = e;
+      }
+      break;
+    }
+    if (r == 0) {
+      break;
+    }
+    written += static_cast<size_t>(r);
+    if (static_cast<size_t>(r) < want) {
+      // A short write: the socket buffer is full (or the writev hit its iovec limit; then the
+      // EV_WRITE below fires at once).
+      break;
+    }
+  }
+  if (error != 0) {
+    fail(g, CloseReason::Error, error);
+    return false;
+  }
+  // Bytes left (socket full, or the per-event bound reached): wait for EPOLLOUT.
+  setWriteArmed(evbuffer_get_length(out) > 0);
+  if ((written > 0 || after_connect) && handler_ != nullptr &&
+      evbuffer_get_length(out) <= write_low_) {
+    handler_->onWritable();
+    if (!alive(g)) {
+      return false;
+    }
+  }
+  return alive(g);
 }
 
 Listener::~Listener() {
@@ -199,7 +513,11 @@ std::unique_ptr<Listener> Listener::open(EventLoop& loop, const common::SocketAd
   return l;
 }
 
-void Listener::pause() { evconnlistener_disable(listener_); }
-void Listener::resume() { evconnlistener_enable(listener_); }
+void Listener::pause() {
+  evconnlistener_disable(listener_);
+}
+void Listener::resume() {
+  evconnlistener_enable(listener_);
+}
 
 }  // namespace mcring::net
