@@ -10,6 +10,8 @@
 #   --duration S        seconds per run (default 5)
 #   --quick             smoke run: 1 round, 3 s per run
 #   --mcring-threads N  mcring worker threads (default 1: nutcracker has one event loop)
+#   --pin-generator CPU run the load generator on that CPU only (taskset), to see whether mcring's
+#                       threads scale when the generator does not compete with them for every core
 #   --build DIR         where mcring and mcring-bench are (default build-perf; built if missing)
 #   --workloads LIST    comma-separated subset of 1..6, run in that order each round (default all)
 #   --out DIR           keep the raw results (one JSON per run, runs.tsv, logs) in DIR
@@ -43,6 +45,7 @@ cd "$(dirname "$0")/.."
 ROUNDS=5
 DURATION=5
 MCRING_THREADS=1
+PIN_GENERATOR=""
 BUILD=build-perf
 WORKLOADS=1,2,3,4,5,6
 OUT=""
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
     --duration) DURATION=$2; shift 2 ;;
     --quick) ROUNDS=1; DURATION=3; shift ;;
     --mcring-threads) MCRING_THREADS=$2; shift 2 ;;
+    --pin-generator) PIN_GENERATOR=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --workloads) WORKLOADS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
@@ -64,6 +68,11 @@ for v in "$ROUNDS" "$DURATION" "$MCRING_THREADS"; do
   [[ "$v" =~ ^[0-9]+$ ]] && [ "$v" -ge 1 ] || { echo "compare.sh: bad number '$v'" >&2; exit 2; }
 done
 [ "$ROUNDS" -le 50 ] && [ "$DURATION" -le 600 ] || { echo "compare.sh: at most 50 rounds of 600 s" >&2; exit 2; }
+GENERATOR_PREFIX=()
+if [ -n "$PIN_GENERATOR" ]; then
+  [[ "$PIN_GENERATOR" =~ ^[0-9]+$ ]] || { echo "compare.sh: bad CPU '$PIN_GENERATOR'" >&2; exit 2; }
+  GENERATOR_PREFIX=(taskset -c "$PIN_GENERATOR")
+fi
 
 KEYS=100000
 BIG_KEYS=20000
@@ -288,8 +297,8 @@ run_one() {  # run_one ROUND WORKLOAD TARGET
   local c0 c1
   c0=$(cpu_ticks "$pid")
   # shellcheck disable=SC2046
-  timeout -k 5 $((DURATION + 30)) "$BENCH" load --server "127.0.0.1:$port" --duration "$DURATION" \
-    "${COMMON[@]}" $(workload_args "$w") >"$json" 2>"$json.err" || true
+  timeout -k 5 $((DURATION + 30)) "${GENERATOR_PREFIX[@]}" "$BENCH" load --server "127.0.0.1:$port" \
+    --duration "$DURATION" "${COMMON[@]}" $(workload_args "$w") >"$json" 2>"$json.err" || true
   c1=$(cpu_ticks "$pid")
   local rss
   rss=$(rss_kb "$pid")
@@ -392,7 +401,7 @@ EOF
 echo
 echo "$ROUNDS rounds x ${DURATION} s per run, order rotated each round; medians. $(nproc) CPUs;" \
   "load average $LOAD_START at start, $LOAD_END at end; $(( $(date +%s) - START )) s."
-echo "mcring --threads $MCRING_THREADS ($($MCRING -V 2>&1 | head -1)); $("$NUTCRACKER" -V 2>&1 | head -1);" \
+echo "mcring --threads $MCRING_THREADS${PIN_GENERATOR:+, load generator pinned to CPU $PIN_GENERATOR} ($($MCRING -V 2>&1 | head -1)); $("$NUTCRACKER" -V 2>&1 | head -1);" \
   "$("$MEMCACHED" -V); direct = a 4th memcached -t 1 holding all keys; backends memcached -t 1."
 echo "server CPU = the proxy process (for direct: that memcached), utime+stime from /proc/PID/stat;" \
   "RSS after the run; workload 6: RSS growth for $IDLE_CONNS idle connections on the fresh process" \
