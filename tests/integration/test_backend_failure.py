@@ -1,6 +1,7 @@
 """A backend that is killed, refuses, or stops answering: only the requests routed to it get
 SERVER_ERROR, within a bounded time; everything else keeps working; the proxy recovers."""
 
+import signal
 import threading
 import time
 import unittest
@@ -140,6 +141,29 @@ class BackendFailureTest(IntegrationCase):
         self.assertEqual(last, b"STORED\r\n", "backend %d not used again within %.0f s" % (idx, within))
         self.assertEqual(self.c.request(b"get %s\r\n" % k), b"VALUE %s 0 2\r\nok\r\nEND\r\n" % k)
         self.assertEqual(self.cl.backends[idx].get(k), b"ok")
+
+    def test_stalled_proxy_is_not_a_backend_timeout(self):
+        """mcring itself not scheduled for longer than the timeout (a loaded host, a paused VM)
+        while the backend's reply waits in its socket: on waking, the reply is there, so the
+        request succeeds. Regression: the timer and the readable socket fired in the same loop
+        iteration and the timer won."""
+        b = 1
+        key = self.by_backend[b][0]
+        self.assert_live(self.c, key)             # connected, nothing in flight
+        self.cl.backends[b].pause()
+        self.c.send(b"get " + key + b"\r\n")
+        time.sleep(0.2)                           # mcring forwarded it and armed the timeout
+        proxy = self.cl.proxy.proc
+        proxy.send_signal(signal.SIGSTOP)
+        try:
+            self.cl.backends[b].resume()          # the reply lands in mcring's socket
+            time.sleep(TIMEOUT_MS / 1000 + 0.5)   # longer than the timeout
+        finally:
+            proxy.send_signal(signal.SIGCONT)
+        reply = self.c.read_reply(timeout=BOUND)
+        self.assertEqual(reply, b"VALUE %s 0 %d\r\nval-%s\r\nEND\r\n" % (key, len(key) + 4, key))
+        self.assert_live(self.c, key)
+        self.assert_proxy_alive()
 
     def test_restarted_backend_is_used_again(self):
         idx = 1
