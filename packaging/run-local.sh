@@ -6,9 +6,15 @@ cd "$(dirname "$0")/.."
 conf=config/examples/local.yml
 rundir=$(mktemp -d /tmp/mcring-run.XXXXXX)
 pids=()
+# Runs once (INT/TERM, then EXIT, would signal twice); mcring first, so that it finishes
+# in-flight requests while its backends are still up.
 cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  trap - EXIT INT TERM
+  local i
+  for ((i = ${#pids[@]} - 1; i >= 0; i--)); do
+    kill "${pids[i]}" 2>/dev/null || true
+    wait "${pids[i]}" 2>/dev/null || true
+  done
   rm -rf "$rundir"
 }
 trap cleanup EXIT INT TERM
@@ -19,6 +25,8 @@ for port in 11301 11302 11303; do
   echo "memcached backend on 127.0.0.1:$port (pid $!)"
 done
 echo "mcring on $conf: try   printf 'set a 0 0 1\\r\\nx\\r\\nget a\\r\\n' | nc -q1 127.0.0.1 22122"
-build/mcring -c "$conf" -v 2 &
+# A session of its own: Ctrl-C reaches the script, whose cleanup stops mcring with one SIGTERM
+# (a second signal would make it exit at once instead of finishing in-flight requests).
+setsid build/mcring -c "$conf" -v 2 &
 pids+=($!)
 wait "${pids[-1]}"
