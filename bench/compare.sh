@@ -241,14 +241,11 @@ workload_args() {
   esac
 }
 
-# Memory of idle connections, on fresh processes (before any traffic has grown their heaps, so
-# that the growth is not hidden in memory they already keep): RSS with IDLE_CONNS connections
-# open (one get each) minus RSS before.
-printf 'target\trss_before_kb\trss_with_kb\n' >"$WORK/idle_memory.tsv"
-for target in direct nutcracker mcring; do
-  pid=${PID_OF[$target]}
-  before=$(rss_kb "$pid")
-  python3 "$WORK/idle_clients.py" 127.0.0.1 "${PORT_OF[$target]}" "$IDLE_CONNS" 60 \
+# start_idle_clients TARGET SECONDS: IDLE_CONNS connections to TARGET (one get each), kept open
+# for SECONDS in the background (IDLE_PID); returns once they are all open.
+start_idle_clients() {
+  local target=$1 seconds=$2
+  python3 "$WORK/idle_clients.py" 127.0.0.1 "${PORT_OF[$target]}" "$IDLE_CONNS" "$seconds" \
     >"$WORK/idle.out" 2>"$WORK/idle.err" &
   IDLE_PID=$!
   for _ in $(seq 600); do
@@ -257,6 +254,16 @@ for target in direct nutcracker mcring; do
     sleep 0.1
   done
   grep -q ready "$WORK/idle.out" || { echo "compare.sh: idle clients failed on $target:" >&2; cat "$WORK/idle.err" >&2; exit 1; }
+}
+
+# Memory of idle connections, on fresh processes (before any traffic has grown their heaps, so
+# that the growth is not hidden in memory they already keep): RSS with IDLE_CONNS connections
+# open (one get each) minus RSS before.
+printf 'target\trss_before_kb\trss_with_kb\n' >"$WORK/idle_memory.tsv"
+for target in direct nutcracker mcring; do
+  pid=${PID_OF[$target]}
+  before=$(rss_kb "$pid")
+  start_idle_clients "$target" 60
   printf '%s\t%s\t%s\n' "$target" "$before" "$(rss_kb "$pid")" >>"$WORK/idle_memory.tsv"
   kill "$IDLE_PID" 2>/dev/null || true
   wait "$IDLE_PID" 2>/dev/null || true
@@ -284,15 +291,7 @@ run_one() {  # run_one ROUND WORKLOAD TARGET
   kill -0 "$pid" 2>/dev/null || { echo "compare.sh: $target (pid $pid) died" >&2; exit 1; }
   if [ "$w" = 6 ]; then
     rss_idle=$(rss_kb "$pid")
-    python3 "$WORK/idle_clients.py" 127.0.0.1 "$port" "$IDLE_CONNS" $((DURATION + 60)) \
-      >"$WORK/idle.out" 2>"$WORK/idle.err" &
-    IDLE_PID=$!
-    for _ in $(seq 600); do
-      grep -q ready "$WORK/idle.out" 2>/dev/null && break
-      kill -0 "$IDLE_PID" 2>/dev/null || break
-      sleep 0.1
-    done
-    grep -q ready "$WORK/idle.out" || { echo "compare.sh: idle clients failed on $target:" >&2; cat "$WORK/idle.err" >&2; exit 1; }
+    start_idle_clients "$target" $((DURATION + 60))
   fi
   local c0 c1
   c0=$(cpu_ticks "$pid")

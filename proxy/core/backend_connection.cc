@@ -275,7 +275,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         return Step::Desync;
       }
       if (f.delivery == Delivery::WarmCopy) {
-        onWarmupCopyReply(*r, rep, server_.worker());
+        onWarmupCopyReply(rep, server_.worker());
       } else if (rep.kind == ReplyKind::MetaHit) {
         r->invalidated_hit = true;
       }

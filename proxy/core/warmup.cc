@@ -1,6 +1,7 @@
 // Warm migration: previous-owner lookups, second hops, copies.
 #include "proxy/core/warmup.h"
 
+#include <algorithm>
 #include <charconv>
 #include <ctime>
 #include <string>
@@ -19,6 +20,22 @@ namespace {
 // memcached reads a relative TTL above 30 days as an absolute unix time.
 constexpr int64_t kMaxRelativeTtl = 60 * 60 * 24 * 30;
 
+// Calls fn(token) for each space-separated token of s (meta flags, reply lines) until it
+// returns false; returns false if fn did.
+template <typename Fn>
+bool forEachToken(std::string_view s, Fn fn) {
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t end = std::min(s.find(' ', pos), s.size());
+    std::string_view token = s.substr(pos, end - pos);
+    pos = end + 1;
+    if (!token.empty() && !fn(token)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // What the previous server said about the key: "VA <len> f<flags> t<ttl> c<cas>".
 struct WarmValue {
   uint64_t length = 0;
@@ -31,47 +48,28 @@ bool parseWarmValue(std::string_view line, WarmValue* v) {
   if (line.ends_with("\r\n")) {
     line.remove_suffix(2);
   }
-  size_t pos = 0;
   int index = 0;
-  while (pos < line.size()) {
-    size_t end = line.find(' ', pos);
-    if (end == std::string_view::npos) {
-      end = line.size();
-    }
-    std::string_view token = line.substr(pos, end - pos);
-    pos = end + 1;
-    if (token.empty()) {
-      continue;
-    }
-    if (index++ < 2) {
-      if (index == 2) {
-        auto r = std::from_chars(token.data(), token.data() + token.size(), v->length);
-        if (r.ec != std::errc()) {
-          return false;
-        }
-      }
-      continue;
+  bool ok = forEachToken(line, [&](std::string_view token) {
+    if (index++ < 2) {  // "VA", then the length
+      return index == 1 ||
+             std::from_chars(token.data(), token.data() + token.size(), v->length).ec ==
+                 std::errc();
     }
     std::string_view value = token.substr(1);
     switch (token[0]) {
       case 'f':
         v->flags = value;
-        break;
+        return true;
       case 'c':
         v->cas = value;
-        break;
-      case 't': {
-        auto r = std::from_chars(value.data(), value.data() + value.size(), v->ttl);
-        if (r.ec != std::errc()) {
-          return false;
-        }
-        break;
-      }
+        return true;
+      case 't':
+        return std::from_chars(value.data(), value.data() + value.size(), v->ttl).ec == std::errc();
       default:
-        break;
+        return true;
     }
-  }
-  return index >= 2;
+  });
+  return ok && index >= 2;
 }
 
 // The TTL token for the copy: the remaining TTL (absolute when memcached would misread it as
@@ -138,24 +136,13 @@ void sendCopy(PendingRequest& r, uint32_t i, const WarmValue& v, std::string_vie
 // The client's own `mg` reply, from the previous server's value: return flags in the order the
 // client asked for them, as memcached writes them.
 std::string metaReply(const PendingRequest& r, const WarmValue& v) {
-  std::string_view flags = r.meta_flags;
   bool value = false;
   std::string ret;
-  size_t pos = 0;
-  while (pos < flags.size()) {
-    size_t end = flags.find(' ', pos);
-    if (end == std::string_view::npos) {
-      end = flags.size();
-    }
-    std::string_view token = flags.substr(pos, end - pos);
-    pos = end + 1;
-    if (token.empty()) {
-      continue;
-    }
+  forEachToken(r.meta_flags, [&](std::string_view token) {
     switch (token[0]) {
       case 'v':
         value = true;
-        continue;
+        break;
       case 'f':
         ret += " f";
         ret.append(v.flags);
@@ -181,7 +168,8 @@ std::string metaReply(const PendingRequest& r, const WarmValue& v) {
       default:
         break;
     }
-  }
+    return true;
+  });
   if (value) {
     return "VA " + std::to_string(v.length) + ret + "\r\n";
   }
@@ -373,8 +361,7 @@ void onWarmupReply(PendingRequest& r, uint32_t i, const protocol::Reply& rep, st
   }
 }
 
-void onWarmupCopyReply(PendingRequest& r, const protocol::Reply& rep, Worker& worker) {
-  (void)r;
+void onWarmupCopyReply(const protocol::Reply& rep, Worker& worker) {
   auto& c = worker.counters();
   if (rep.kind == protocol::ReplyKind::MetaHit) {
     stats::bump(c.warmup_copies);
@@ -386,31 +373,9 @@ void onWarmupCopyReply(PendingRequest& r, const protocol::Reply& rep, Worker& wo
 }
 
 bool metaFlagsWarmable(std::string_view flags) {
-  size_t pos = 0;
-  while (pos < flags.size()) {
-    size_t end = flags.find(' ', pos);
-    if (end == std::string_view::npos) {
-      end = flags.size();
-    }
-    std::string_view token = flags.substr(pos, end - pos);
-    pos = end + 1;
-    if (token.empty()) {
-      continue;
-    }
-    switch (token[0]) {
-      case 'v':
-      case 'f':
-      case 't':
-      case 'c':
-      case 'k':
-      case 's':
-      case 'O':
-        break;
-      default:
-        return false;
-    }
-  }
-  return true;
+  return forEachToken(flags, [](std::string_view token) {
+    return std::string_view("vftcksO").find(token[0]) != std::string_view::npos;
+  });
 }
 
 }  // namespace mcring::core

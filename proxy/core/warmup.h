@@ -86,7 +86,7 @@ void onWarmupReply(PendingRequest& r, uint32_t key_index, const protocol::Reply&
                    std::string_view unit, BackendServer& from);
 
 // The copy's reply (HD stored, NS refused: the new server already had a value).
-void onWarmupCopyReply(PendingRequest& r, const protocol::Reply& rep, Worker& worker);
+void onWarmupCopyReply(const protocol::Reply& rep, Worker& worker);
 
 // Client `mg` flags the warm-up path can answer itself (v f t c k s O); others go cold.
 bool metaFlagsWarmable(std::string_view flags);

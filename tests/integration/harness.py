@@ -16,6 +16,7 @@ tearDown/atexit (SIGTERM, then SIGKILL after a bounded wait); every loop is boun
 import atexit
 import hashlib
 import os
+import random
 import re
 import shutil
 import signal
@@ -682,6 +683,30 @@ def set_many_raw(conn, items, batch=500, timeout=20):
         bad = [(chunk[j][0], r) for j, r in enumerate(replies) if r != b"STORED\r\n"]
         assert len(replies) == len(chunk) and not bad, \
             "set failed: %d/%d replies, first bad: %r" % (len(replies), len(chunk), bad[:3])
+
+
+def cache_aside_load(port, keys, stop, counts, seed, value=b"v" * 32, limit_s=30):
+    """Steady reads of random keys in pipelined batches of 50 until `stop` is set (or limit_s
+    passed), cache-aside: a miss is set again, as an application would. Counts gets, hits and
+    errors (any other reply) into `counts`. Run it in a thread."""
+    rnd = random.Random(seed)
+    deadline = time.monotonic() + limit_s
+    with Conn(HOST, port, timeout=10) as c:
+        while not stop.is_set() and time.monotonic() < deadline:
+            batch = [rnd.choice(keys) for _ in range(50)]
+            c.send(b"".join(b"get " + k + b"\r\n" for k in batch))
+            misses = []
+            for k, r in zip(batch, c.read_replies(len(batch))):
+                counts["gets"] += 1
+                if r.startswith(b"VALUE"):
+                    counts["hits"] += 1
+                elif r == b"END\r\n":
+                    misses.append(k)
+                else:
+                    counts["errors"] += 1
+            if misses:
+                set_many_raw(c, [(k, value) for k in misses])
+            time.sleep(0.005)
 
 
 # ------------------------------------------------------------------------------------------------

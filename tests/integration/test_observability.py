@@ -3,7 +3,6 @@ metrics, and a Prometheus exposition that a real parser (promtool) accepts."""
 
 import json
 import os
-import random
 import shutil
 import signal
 import subprocess
@@ -11,9 +10,9 @@ import threading
 import time
 import unittest
 
-from harness import (HOST, Conn, IntegrationCase, Mcring, Memcached, admin_http, make_tmpdir,
-                     parse_stats, remove_tmpdir, requires_proxy, run_mcring, server_line,
-                     set_many_raw, spread_keys, pool_yaml)
+from harness import (Conn, HOST, IntegrationCase, Mcring, Memcached, admin_http, cache_aside_load,
+                     make_tmpdir, parse_stats, pool_yaml, remove_tmpdir, requires_proxy,
+                     run_mcring, server_line, set_many_raw, spread_keys)
 
 WARM_KEYS = 20000
 
@@ -62,28 +61,8 @@ class ObservabilityTest(IntegrationCase):
         # Steady get load (bounded in time and count) while the reload happens.
         stop = threading.Event()
         counts = {"gets": 0, "hits": 0, "errors": 0}
-
-        def load():
-            rnd = random.Random(7)
-            deadline = time.monotonic() + 30
-            with Conn(HOST, self.mc.port, timeout=10) as c:
-                while not stop.is_set() and time.monotonic() < deadline:
-                    batch = [rnd.choice(keys) for _ in range(50)]
-                    c.send(b"".join(b"get " + k + b"\r\n" for k in batch))
-                    misses = []
-                    for k, r in zip(batch, c.read_replies(len(batch))):
-                        counts["gets"] += 1
-                        if r.startswith(b"VALUE"):
-                            counts["hits"] += 1
-                        elif r == b"END\r\n":
-                            misses.append(k)  # cache-aside: the application fills it again
-                        else:
-                            counts["errors"] += 1
-                    if misses:
-                        set_many_raw(c, [(k, b"v" * 32) for k in misses])
-                    time.sleep(0.005)
-
-        t = threading.Thread(target=load)
+        t = threading.Thread(target=cache_aside_load,
+                             args=(self.mc.port, keys, stop, counts, 7))
         t.start()
         try:
             time.sleep(4)  # a baseline

@@ -13,15 +13,14 @@ into misses. Real memcached backends; owners come from `mcring route` on the sam
 
 import json
 import os
-import random
 import signal
 import threading
 import time
 import unittest
 
-from harness import (HOST, Conn, IntegrationCase, Memcached, Mcring, admin_http, make_tmpdir,
-                     parse_stats, parse_values, pool_yaml, remove_tmpdir, requires_proxy,
-                     run_mcring, server_line, set_many_raw, spread_keys)
+from harness import (Conn, HOST, IntegrationCase, Mcring, Memcached, admin_http, cache_aside_load,
+                     make_tmpdir, parse_stats, parse_values, pool_yaml, remove_tmpdir,
+                     requires_proxy, run_mcring, server_line, set_many_raw, spread_keys)
 
 N_KEYS = 1200
 
@@ -254,28 +253,8 @@ class EventTest(WarmupCase):
         moved, _b, _a = self.moved_keys(keys, 4, 5)
         stop = threading.Event()
         counts = {"gets": 0, "hits": 0, "errors": 0}
-
-        def load():  # steady cache-aside reads, bounded in time
-            rnd = random.Random(11)
-            deadline = time.monotonic() + 30
-            with Conn(HOST, self.proxy.port, timeout=10) as c:
-                while not stop.is_set() and time.monotonic() < deadline:
-                    batch = [rnd.choice(keys) for _ in range(50)]
-                    c.send(b"".join(b"get " + k + b"\r\n" for k in batch))
-                    misses = []
-                    for k, r in zip(batch, c.read_replies(len(batch))):
-                        counts["gets"] += 1
-                        if r.startswith(b"VALUE"):
-                            counts["hits"] += 1
-                        elif r == b"END\r\n":
-                            misses.append(k)
-                        else:
-                            counts["errors"] += 1
-                    if misses:
-                        set_many_raw(c, [(k, b"v" * 32) for k in misses])
-                    time.sleep(0.005)
-
-        t = threading.Thread(target=load)
+        t = threading.Thread(target=cache_aside_load,
+                             args=(self.proxy.port, keys, stop, counts, 11))
         t.start()
         try:
             time.sleep(4)  # a baseline
