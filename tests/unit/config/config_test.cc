@@ -380,6 +380,23 @@ TEST_CASE("timeout beyond twemproxy's int is out of range") {
       Errors{"t.yml:3:12: pool 'a': timeout: 2147483648 is out of range 0..2147483647"});
 }
 
+TEST_CASE("warm-up keys: defaults, values, and out-of-range values") {
+  auto ok = loadConfigString("a:\n  listen: 127.0.0.1:1\n  servers: [127.0.0.1:2:1]\n");
+  REQUIRE(ok.ok());
+  CHECK(ok.config->pools[0].warmup_window_ms == 0u);  // off unless asked for
+  CHECK(ok.config->pools[0].warmup_max_inflight == 1000u);
+  auto set = loadConfigString(
+      "a:\n  listen: 127.0.0.1:1\n  warmup_window: 120000\n  warmup_max_inflight: 50\n"
+      "  servers: [127.0.0.1:2:1]\n");
+  REQUIRE(set.ok());
+  CHECK(set.config->pools[0].warmup_window_ms == 120000u);
+  CHECK(set.config->pools[0].warmup_max_inflight == 50u);
+  CHECK(errorsOf("a:\n  listen: 127.0.0.1:1\n  warmup_window: 2m\n  warmup_max_inflight: 0\n"
+                 "  servers: [127.0.0.1:2:1]\n") ==
+        Errors{"t.yml:3:18: pool 'a': warmup_window: '2m' is not a non-negative integer",
+               "t.yml:4:24: pool 'a': warmup_max_inflight: 0 is out of range 1..2147483647"});
+}
+
 // --- listen ---
 
 TEST_CASE("bad listen addresses") {
