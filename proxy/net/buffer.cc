@@ -96,10 +96,26 @@ void Buffer::drain(size_t n) {
   evbuffer_drain(buf_, n);
 }
 void Buffer::moveTo(Buffer& dst, size_t n) {
-  evbuffer_remove_buffer(buf_, dst.buf_, n);
-}
-void Buffer::moveAllTo(Buffer& dst) {
-  evbuffer_add_buffer(dst.buf_, buf_);
+  while (n > 0) {
+    evbuffer_iovec front;
+    if (evbuffer_peek(buf_, -1, nullptr, &front, 1) < 1) {
+      return;
+    }
+    if (front.iov_len == 0) {  // not expected from evbuffer; keep the bytes moving anyway
+      evbuffer_remove_buffer(buf_, dst.buf_, n);
+      return;
+    }
+    if (front.iov_len >= kMoveMin && front.iov_len <= n) {
+      // Exactly the front chunk's bytes: evbuffer hands the chunk over.
+      evbuffer_remove_buffer(buf_, dst.buf_, front.iov_len);
+      n -= front.iov_len;
+    } else {
+      size_t k = front.iov_len < n ? front.iov_len : n;
+      evbuffer_add(dst.buf_, front.iov_base, k);
+      evbuffer_drain(buf_, k);
+      n -= k;
+    }
+  }
 }
 void Buffer::append(std::string_view bytes) {
   evbuffer_add(buf_, bytes.data(), bytes.size());

@@ -35,10 +35,15 @@ class Buffer {
   char byteAt(size_t pos) const;
 
   void drain(size_t n);
-  // Moves the first n bytes to the end of dst; whole chunks move without copying.
+  // Moves the first n bytes to the end of dst. A chunk that holds at least kMoveMin bytes of
+  // them moves without copying; smaller pieces are copied into dst's last chunk. Moving a
+  // chunk moves its whole allocation (up to 64 KiB for a socket read), so moving small pieces
+  // would let a queue of tiny replies cost a chunk each: 7-byte error replies cost ~1 KiB each,
+  // and a client that sent junk without reading its replies grew RSS by 600 MB. With this
+  // rule a buffer's memory stays within a small factor of the bytes it holds.
+  static constexpr size_t kMoveMin = 8 * 1024;
   void moveTo(Buffer& dst, size_t n);
-  // Moves everything to the end of dst.
-  void moveAllTo(Buffer& dst);
+  void moveAllTo(Buffer& dst) { moveTo(dst, size()); }
   void append(std::string_view bytes);
   void append(const char* data, size_t n) { append(std::string_view(data, n)); }
 
