@@ -4,12 +4,14 @@
 # of medians and mcring's ratios to the other two.
 #
 # usage: bench/compare.sh [--rounds N] [--duration S] [--quick] [--mcring-threads N]
-#                         [--build DIR] [--workloads LIST] [--out DIR]
+#                         [--mcring-key K=V] [--pin-generator CPU] [--build DIR]
+#                         [--workloads LIST] [--out DIR]
 #   --rounds N          rounds (default 5); each runs every workload against every target, in an
 #                       order rotated by one each round (D N M, N M D, M D N, ...)
 #   --duration S        seconds per run (default 5)
 #   --quick             smoke run: 1 round, 3 s per run
 #   --mcring-threads N  mcring worker threads (default 1: nutcracker has one event loop)
+#   --mcring-key K=V    add `K: V` to mcring's pool (repeatable), e.g. coalesce_gets=false
 #   --pin-generator CPU run the load generator on that CPU only (taskset), to see whether mcring's
 #                       threads scale when the generator does not compete with them for every core
 #   --build DIR         where mcring and mcring-bench are (default build-perf; built if missing)
@@ -32,7 +34,8 @@
 #                 random ones every 100 ms) + 50 active connections as in 2
 #
 # Per run: the generator's JSON; the target process's CPU (utime + stime from /proc/PID/stat,
-# before/after); its RSS after the run. The target process is the proxy, or for "direct" the
+# before/after) and the three backends' together (for the proxies: what a request costs the
+# memcached servers behind them); its RSS after the run. The target process is the proxy, or for "direct" the
 # memcached itself. Memory per idle connection is measured once, on the fresh processes before
 # warming: RSS with 2000 connections open (one get each) minus RSS before; a process that has
 # already served traffic keeps freed memory and would hide it.
@@ -46,6 +49,7 @@ ROUNDS=5
 DURATION=5
 MCRING_THREADS=1
 PIN_GENERATOR=""
+MCRING_KEYS=()
 BUILD=build-perf
 WORKLOADS=1,2,3,4,5,6
 OUT=""
@@ -57,6 +61,9 @@ while [ $# -gt 0 ]; do
     --quick) ROUNDS=1; DURATION=3; shift ;;
     --mcring-threads) MCRING_THREADS=$2; shift 2 ;;
     --pin-generator) PIN_GENERATOR=$2; shift 2 ;;
+    --mcring-key)
+      [[ "$2" =~ ^[a-z_]+=[A-Za-z0-9_.:-]+$ ]] || { echo "compare.sh: --mcring-key wants KEY=VALUE" >&2; exit 2; }
+      MCRING_KEYS+=("$2"); shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --workloads) WORKLOADS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
@@ -180,6 +187,9 @@ EOF
 }
 pool_yaml "$PN" >"$WORK/nutcracker.yml"
 pool_yaml "$PM" >"$WORK/mcring.yml"
+for kv in "${MCRING_KEYS[@]}"; do
+  printf '  %s: %s\n' "${kv%%=*}" "${kv#*=}" >>"$WORK/mcring.yml"
+done
 
 "$NUTCRACKER" -c "$WORK/nutcracker.yml" -s "$PNS" -a 127.0.0.1 -o "$WORK/nutcracker.log" -v 4 &
 NUT_PID=$!
@@ -197,6 +207,7 @@ declare -A PID_OF=([direct]=$DIRECT_PID [nutcracker]=$NUT_PID [mcring]=$MC_PID)
 
 cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+backend_ticks() { echo $(($(cpu_ticks "$B1") + $(cpu_ticks "$B2") + $(cpu_ticks "$B3"))); }
 
 # The idle clients of workload 6: open N connections, one get on each, then "ready"; then every
 # 100 ms a get on 10 random ones; exits after HOLD seconds at the latest (or when killed).
@@ -279,7 +290,7 @@ for port in "$PM" "$PD"; do
   done
 done
 
-printf 'round\tworkload\ttarget\tcpu_ticks\trss_kb\trss_idle_kb\tloadavg\tjson\n' >"$WORK/runs.tsv"
+printf 'round\tworkload\ttarget\tcpu_ticks\trss_kb\trss_idle_kb\tloadavg\tjson\tbackend_ticks\n' >"$WORK/runs.tsv"
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 START=$(date +%s)
 TARGETS=(direct nutcracker mcring)
@@ -293,12 +304,15 @@ run_one() {  # run_one ROUND WORKLOAD TARGET
     rss_idle=$(rss_kb "$pid")
     start_idle_clients "$target" $((DURATION + 60))
   fi
-  local c0 c1
+  local c0 c1 b0 b1
   c0=$(cpu_ticks "$pid")
+  b0=$(backend_ticks)
   # shellcheck disable=SC2046
   timeout -k 5 $((DURATION + 30)) "${GENERATOR_PREFIX[@]}" "$BENCH" load --server "127.0.0.1:$port" \
     --duration "$DURATION" "${COMMON[@]}" $(workload_args "$w") >"$json" 2>"$json.err" || true
   c1=$(cpu_ticks "$pid")
+  b1=$(backend_ticks)
+  [ "$target" = direct ] && b1=$b0  # direct does not use them
   local rss
   rss=$(rss_kb "$pid")
   if [ "$w" = 6 ]; then
@@ -306,8 +320,8 @@ run_one() {  # run_one ROUND WORKLOAD TARGET
     wait "$IDLE_PID" 2>/dev/null || true
     IDLE_PID=""
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$w" "$target" $((c1 - c0)) "$rss" \
-    "$rss_idle" "$(cut -d' ' -f1 /proc/loadavg)" "$json" >>"$WORK/runs.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$w" "$target" $((c1 - c0)) "$rss" \
+    "$rss_idle" "$(cut -d' ' -f1 /proc/loadavg)" "$json" $((b1 - b0)) >>"$WORK/runs.tsv"
 }
 for ((round = 1; round <= ROUNDS; round++)); do
   for w in "${WL[@]}"; do
@@ -350,6 +364,8 @@ for (w, t), lst in rows.items():
     for p in ("p50", "p99", "p999"):
         s[p] = med([j["latency_us"][p] for r, j in ok])
     s["cpu100k"] = med([int(r["cpu_ticks"]) / tck / j["replies"] * 1e5 for r, j in ok])
+    s["be100k"] = (med([int(r["backend_ticks"]) / tck / j["replies"] * 1e5 for r, j in ok])
+                   if t != "direct" else None)
     s["gen100k"] = med([j["cpu_seconds"] / j["replies"] * 1e5 for r, j in ok])
     s["genpct"] = med([j["cpu_percent"] for r, j in ok])
     s["hit"] = med([j["hit_ratio"] for r, j in ok])
@@ -369,8 +385,8 @@ def f(x, nd=1):
     return f"{x:.{nd}f}"
 
 targets = ["direct", "nutcracker", "mcring"]
-print("| workload | target | ops/s | p50 µs | p99 µs | p99.9 µs | server CPU s / 100k req | generator CPU s / 100k req (% core) | RSS MiB | hit ratio | errors |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| workload | target | ops/s | p50 µs | p99 µs | p99.9 µs | server CPU s / 100k req | backends CPU s / 100k req | generator CPU s / 100k req (% core) | RSS MiB | hit ratio | errors |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for w in sorted({w for w, t in summary}):
     for t in targets:
         s = summary.get((w, t))
@@ -381,26 +397,27 @@ for w in sorted({w for w, t in summary}):
         else:
             rss = f(s["rss"])
         print(f"| {names[w]} | {t} | {f(s['ops'])} | {f(s['p50'])} | {f(s['p99'])} | {f(s['p999'])} | "
-              f"{f(s['cpu100k'], 3)} | {f(s['gen100k'], 3)} ({f(s['genpct'], 0)}%) | {rss} | "
+              f"{f(s['cpu100k'], 3)} | {f(s['be100k'], 3)} | {f(s['gen100k'], 3)} ({f(s['genpct'], 0)}%) | {rss} | "
               f"{f(s['hit'], 3)} | {s['errors']} |")
 print()
 print("mcring / nutcracker and mcring / direct (ratios of the medians; ops/s: higher is better for mcring, the rest: lower is)")
 print()
-print("| workload | ops/s M/N | ops/s M/D | p50 M/N | p50 M/D | p99 M/N | p99 M/D | p99.9 M/N | p99.9 M/D | CPU/100k M/N | CPU/100k M/D | RSS M/N | RSS M/D |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| workload | ops/s M/N | ops/s M/D | p50 M/N | p50 M/D | p99 M/N | p99 M/D | p99.9 M/N | p99.9 M/D | CPU/100k M/N | CPU/100k M/D | backends CPU M/N | RSS M/N | RSS M/D |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 def ratio(a, b):
     return f"{a / b:.2f}" if a is not None and b not in (None, 0) else "-"
 for w in sorted({w for w, t in summary}):
     d, n, m = (summary.get((w, t), {}) for t in targets)
     cells = []
-    for k in ("ops", "p50", "p99", "p999", "cpu100k", "rss"):
-        cells += [ratio(m.get(k), n.get(k)), ratio(m.get(k), d.get(k))]
+    for k in ("ops", "p50", "p99", "p999", "cpu100k", "be100k", "rss"):
+        cells += [ratio(m.get(k), n.get(k))] if k == "be100k" else \
+            [ratio(m.get(k), n.get(k)), ratio(m.get(k), d.get(k))]
     print(f"| {names[w]} | " + " | ".join(cells) + " |")
 EOF
 echo
 echo "$ROUNDS rounds x ${DURATION} s per run, order rotated each round; medians. $(nproc) CPUs;" \
   "load average $LOAD_START at start, $LOAD_END at end; $(( $(date +%s) - START )) s."
-echo "mcring --threads $MCRING_THREADS${PIN_GENERATOR:+, load generator pinned to CPU $PIN_GENERATOR} ($($MCRING -V 2>&1 | head -1)); $("$NUTCRACKER" -V 2>&1 | head -1);" \
+echo "mcring --threads $MCRING_THREADS${MCRING_KEYS[*]:+, pool keys ${MCRING_KEYS[*]}}${PIN_GENERATOR:+, load generator pinned to CPU $PIN_GENERATOR} ($($MCRING -V 2>&1 | head -1)); $("$NUTCRACKER" -V 2>&1 | head -1);" \
   "$("$MEMCACHED" -V); direct = a 4th memcached -t 1 holding all keys; backends memcached -t 1."
 echo "server CPU = the proxy process (for direct: that memcached), utime+stime from /proc/PID/stat;" \
   "RSS after the run; workload 6: RSS growth for $IDLE_CONNS idle connections on the fresh process" \

@@ -62,6 +62,7 @@ struct PoolConfig {
   // --- mcring's own keys ---
   uint64_t item_size_max = 1024 * 1024;  // largest value accepted from clients
   bool allow_flush_all = true;           // false: flush_all answers an error
+  bool coalesce_gets = true;             // one get line per server per loop pass
   uint32_t max_multiget_keys = 100000;   // keys in one get/gets/gat/gats
   // Warm migration: for this long after a membership change, a miss on a key whose server
   // changed is answered from its previous server and copied to the new one. 0: off.

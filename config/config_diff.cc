@@ -76,6 +76,7 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
   keyChange(&k, "server_failure_limit", str(a.server_failure_limit), str(b.server_failure_limit));
   keyChange(&k, "item_size_max", str(a.item_size_max), str(b.item_size_max));
   keyChange(&k, "allow_flush_all", str(a.allow_flush_all), str(b.allow_flush_all));
+  keyChange(&k, "coalesce_gets", str(a.coalesce_gets), str(b.coalesce_gets));
   keyChange(&k, "max_multiget_keys", str(a.max_multiget_keys), str(b.max_multiget_keys));
   keyChange(&k, "warmup_window", str(a.warmup_window_ms), str(b.warmup_window_ms));
   keyChange(&k, "warmup_max_inflight", str(a.warmup_max_inflight), str(b.warmup_max_inflight));

@@ -123,14 +123,16 @@ void BackendConnection::onReadable() {
       }
     }
     InFlight& f = inflight_.front();
-    stats::bump(server_.stats().bytes_received, total);
-    Step step = deliver(f, rep, line);
+    Step step = f.expect == Expect::SharedLine ? deliverShared(f, rep, line) : deliver(f, rep, line);
     if (step == Step::Desync) {
       abort(BackendFailure::ProtocolError);
       server_.worker().onBackendIdle();
       return;
     }
-    if (step == Step::Done) {
+    if (step != Step::Pass) {  // a passed unit is counted when the next request takes it
+      stats::bump(server_.stats().bytes_received, total);
+    }
+    if (step == Step::Done || step == Step::Pass) {
       if (!rep.isError() || rep.kind != ReplyKind::ServerError) {
         server_.onReplyOk();
       }
@@ -151,6 +153,90 @@ void BackendConnection::onReadable() {
   if (inflight_.empty()) {
     server_.worker().onBackendIdle();
   }
+}
+
+void BackendConnection::sendSharedKeys(PendingRequest* r, uint32_t fragment,
+                                       std::string_view command) {
+  const Fragment& frag = r->fragments[fragment];
+  size_t add = 0;
+  for (uint32_t idx : frag.key_indices) {
+    add += 1 + multigetKey(*r, idx).size();
+  }
+  if (!shared_command_.empty() &&
+      (shared_command_ != command || shared_length_ + add + 2 > kMaxSharedLine)) {
+    endSharedLine();
+  }
+  net::Buffer& out = tcp_->output();
+  if (shared_command_.empty()) {
+    out.append(command);
+    shared_command_ = command;
+    shared_length_ = command.size();
+  }
+  for (uint32_t idx : frag.key_indices) {
+    out.append(" ");
+    out.append(multigetKey(*r, idx));
+  }
+  shared_length_ += add;
+  expect(r, fragment, Delivery::Fragment, Expect::SharedLine, add);
+}
+
+void BackendConnection::endSharedLine() {
+  if (shared_command_.empty()) {
+    return;
+  }
+  shared_command_ = {};
+  shared_length_ = 0;
+  tcp_->output().append("\r\n");
+  stats::bump(server_.worker().counters().backend_get_lines);
+  // Every other expectation follows a write through output(), which ended the line first.
+  inflight_.back().line_end = true;
+}
+
+// A request's keys within a shared get line: memcached answers the line's keys in order, hits
+// only, then one END; a unit that matches none of the head request's remaining keys means
+// they missed, and the unit is the next request's.
+BackendConnection::Step BackendConnection::deliverShared(InFlight& f, const protocol::Reply& rep,
+                                                         std::string_view line) {
+  PendingRequest* r = f.req;
+  Fragment& fr = r->fragments[f.fragment];
+  net::Buffer& in = tcp_->input();
+  if (rep.kind == ReplyKind::Value) {
+    std::string_view key = rep.key.in(line);
+    while (fr.next_match < fr.key_indices.size()) {
+      uint32_t idx = fr.key_indices[fr.next_match++];
+      if (multigetKey(*r, idx) == key) {
+        uint64_t n = rep.totalLength();
+        r->key_hit_length[idx] = n;
+        in.moveTo(fr.values, n);
+        ++fr.hits;
+        stats::bump(server_.worker().counters().get_hits);
+        stats::bump(server_.stats().get_hits);
+        return Step::More;
+      }
+    }
+  } else if (rep.kind == ReplyKind::End) {
+    // fall through to the end of this request
+  } else if (rep.isError()) {
+    // One error answers the whole line (memcached stops there): every request of it fails.
+    if (!r->failed) {
+      r->failed = true;
+      r->error_line.assign(line.substr(0, rep.line_length));
+    }
+    if (rep.data_length > 0) {
+      return Step::Desync;
+    }
+  } else {
+    return Step::Desync;
+  }
+  stats::bump(server_.stats().get_misses, fr.key_indices.size() - fr.hits);
+  if (!f.line_end) {
+    return Step::Pass;
+  }
+  if (rep.kind == ReplyKind::Value) {
+    return Step::Desync;  // a VALUE for no key of the line
+  }
+  in.drain(rep.totalLength());
+  return Step::Done;
 }
 
 BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::Reply& rep,
@@ -328,6 +414,8 @@ void BackendConnection::failAll(BackendFailure why) {
   std::string_view reply = backendFailureReply(why);
   std::deque<InFlight> failed;
   failed.swap(inflight_);
+  shared_command_ = {};  // its bytes went with the connection
+  shared_length_ = 0;
   hits_in_reply_ = 0;
   auto& c = server_.worker().counters();
   if (!failed.empty()) {

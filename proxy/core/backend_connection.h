@@ -42,8 +42,18 @@ class BackendConnection : public net::ConnectionHandler {
 
   // Starts connecting if closed. Returns false if the connect could not even start.
   bool ensureConnected();
-  // Where to write a request; valid after ensureConnected() returned true.
-  net::Buffer& output() { return tcp_->output(); }
+  // Where to write a request; valid after ensureConnected() returned true. Ends the shared
+  // get line first, so a request written after it is never overtaken by its keys.
+  net::Buffer& output() {
+    endSharedLine();
+    return tcp_->output();
+  }
+  // Sends fragment `fragment` of the get/gets request `r` (no exptime) and expects its reply.
+  // Its keys join the line of the same command being built for this server in this pass of the
+  // event loop, if there is one with room, or start one: memcached spends about 5 µs per
+  // command and 1 µs per key, so one 16-key line costs it a fifth of 16 one-key lines. The
+  // line ends when anything else is written to this server or just before the socket write.
+  void sendSharedKeys(PendingRequest* r, uint32_t fragment, std::string_view command);
   // Records that the request just written (`bytes` long) expects a reply; takes one reference
   // on `r`.
   void expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect expect,
@@ -54,6 +64,7 @@ class BackendConnection : public net::ConnectionHandler {
 
   void onConnected() override;
   void onReadable() override;
+  void onBeforeWrite() override { endSharedLine(); }
   void onClosed(net::CloseReason reason, int error) override;
 
  private:
@@ -63,9 +74,17 @@ class BackendConnection : public net::ConnectionHandler {
     Delivery delivery;
     Expect expect;
     uint64_t sent_us;
+    bool line_end = false;  // SharedLine: the last request of its line (the END is its)
   };
-  // Result of handing one reply unit to the head expectation.
-  enum class Step : uint8_t { More, Done, Desync };
+  // Result of handing one reply unit to the head expectation. Pass: the head is over and the
+  // unit belongs to the next one (a shared line's VALUE for a later request's key, its END or
+  // its error).
+  enum class Step : uint8_t { More, Done, Pass, Desync };
+
+  // Longest shared line (memcached reads a get line of up to 2 KB without reallocating).
+  static constexpr size_t kMaxSharedLine = 2000;
+  void endSharedLine();
+  Step deliverShared(InFlight& f, const protocol::Reply& rep, std::string_view line);
 
   Step deliver(InFlight& f, const protocol::Reply& rep, std::string_view line);
   void finish(InFlight& f);
@@ -79,6 +98,8 @@ class BackendConnection : public net::ConnectionHandler {
   std::deque<InFlight> inflight_;
   protocol::ReplyParser parser_;
   uint32_t hits_in_reply_ = 0;  // VALUE units seen for the head retrieval
+  std::string_view shared_command_;  // "get" or "gets" while a shared line is open, else empty
+  size_t shared_length_ = 0;         // its length so far
 };
 
 }  // namespace mcring::core

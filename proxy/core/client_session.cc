@@ -429,8 +429,9 @@ void ClientSession::dispatchRetrieval(std::string_view line) {
              nullptr;
     }
   }
-  if (!single || warm) {
-    // A moved key's miss takes a second hop: that needs the per-key bookkeeping of a split get.
+  if (!single || warm || coalescing()) {
+    // A moved key's miss takes a second hop: that needs the per-key bookkeeping of a split get,
+    // and so does a get whose keys share a line with other requests' (coalesce_gets).
     dispatchMultiget(line, warm);
     return;
   }
@@ -503,6 +504,10 @@ void ClientSession::dispatchMultiget(std::string_view line, bool warm) {
         r->error_line.assign(backendFailureReply(server->lastFailure()));
       }
       ++failed_now;
+      continue;
+    }
+    if (coalescing()) {
+      conn->sendSharedKeys(r, f, name);
       continue;
     }
     net::Buffer& out = conn->output();

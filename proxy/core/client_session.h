@@ -58,6 +58,12 @@ class ClientSession : public net::ConnectionHandler {
   void dispatchKeyed(std::string_view line);
   void dispatchRetrieval(std::string_view line);
   void dispatchMultiget(std::string_view line, bool warm);
+  // The current get/gets goes out with its keys in lines shared with other requests
+  // (coalesce_gets; gat/gats carry an exptime and keep lines of their own).
+  bool coalescing() const {
+    return pool_->config().coalesce_gets &&
+           (req_.command == protocol::Command::Get || req_.command == protocol::Command::Gets);
+  }
   void invalidatePrevious(PendingRequest* r, BackendServer& prev, std::string_view line);
   void dispatchFlushAll(std::string_view line);
   void answerLocal(std::string_view line);

@@ -24,6 +24,8 @@ enum class Expect : uint8_t {
   OneUnit,    // one reply unit: a line, or a VA line with its data block
   Retrieval,  // VALUE units until END
   UntilNoop,  // a quiet meta request followed by `mn`: zero or one unit, then MN
+  SharedLine,  // a get/gets fragment whose keys share one line with other requests' keys:
+               // VALUE units for its keys; the line's END (or error) ends them all
 };
 
 // How a request's parts make up its reply.

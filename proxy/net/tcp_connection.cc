@@ -240,7 +240,7 @@ void TcpConnection::onInputChanged(evbuffer*, const evbuffer_cb_info* info, void
 void TcpConnection::onOutputChanged(evbuffer*, const evbuffer_cb_info* info, void* arg) {
   auto* self = static_cast<TcpConnection*>(arg);
   if (info->n_added == 0 || self->flush_queued_ || self->write_armed_ || !self->write_enabled_ ||
-      self->connecting_ || self->fd_ < 0) {
+      self->connecting_ || self->fd_ < 0 || self->in_before_write_) {
     return;
   }
   self->flush_queued_ = true;
@@ -431,6 +431,11 @@ void TcpConnection::handleWrite(short what) {
 }
 
 bool TcpConnection::writeOutput(Guard& g, bool after_connect) {
+  if (handler_ != nullptr) {
+    in_before_write_ = true;
+    handler_->onBeforeWrite();
+    in_before_write_ = false;
+  }
   evbuffer* out = output_.raw();
   size_t written = 0;
   int error = 0;

@@ -32,6 +32,8 @@ class ConnectionHandler {
   virtual void onReadable() = 0;
   // Output drained below the low watermark set with setWriteLowWatermark (0: fully flushed).
   virtual void onWritable() {}
+  // About to write output to the socket: last chance to complete what is being built in it.
+  virtual void onBeforeWrite() {}
   // The connection is dead; the handler decides when to destroy it (not from inside this call).
   virtual void onClosed(CloseReason reason, int error) = 0;
 };
@@ -133,6 +135,7 @@ class TcpConnection {
   bool write_armed_ = false;
   bool connecting_ = false;
   bool flush_queued_ = false;
+  bool in_before_write_ = false;  // bytes added by onBeforeWrite are written by this write
 };
 
 // Accepts connections on one address and hands each socket to a callback (main thread).

@@ -25,6 +25,7 @@ namespace mcring::stats {
   X(client_errors, Counter, "requests answered with a CLIENT_ERROR or ERROR by the proxy") \
   X(server_errors, Counter, "requests answered with SERVER_ERROR because of a backend fault") \
   X(backend_requests, Counter, "requests sent to backends (multi-get fragments count each)") \
+  X(backend_get_lines, Counter, "get/gets lines sent to backends with coalesce_gets (each carries the keys of one or more requests)") \
   X(backend_connections, Gauge, "backend connections open (gauge)")                   \
   X(backend_connect_failures, Counter, "backend connect attempts that failed")          \
   X(backend_timeouts, Counter, "backend connections reset because of a timeout")        \

@@ -39,12 +39,14 @@ class ChaosClient(threading.Thread):
         self.ever = {k: set() for k in keys}   # every value ever sent for key
         self.uncertain = set()   # keys whose last set failed (it may still be applied later)
         self.lost = set()        # keys whose backend was restarted (a miss is fine)
+        self.lost_at = {}        # backend -> when it was killed
         self.lost_lock = threading.Lock()
         self.seq = 0
         self.resets = 0
 
-    def mark_lost(self, backend):
+    def mark_lost(self, backend, killed_at):
         with self.lost_lock:
+            self.lost_at[backend] = killed_at
             self.lost.update(k for k in self.keys if self.owner[k] == backend)
 
     def run(self):
@@ -103,7 +105,11 @@ class ChaosClient(threading.Thread):
                     self.last[k] = v
                     self.uncertain.discard(k)
                     with self.lost_lock:
-                        self.lost.discard(k)
+                        # Stored by the restarted backend only if sent after the kill: a STORED
+                        # read after mark_lost may come from the killed process (then the value
+                        # is gone and a miss is right).
+                        if t0 > self.lost_at.get(backend, float("-inf")):
+                            self.lost.discard(k)
                 else:
                     outcome = "bad"
                     self.errors.append("client %d: set %r -> %r" % (self.tid, k, r[:200]))
@@ -199,7 +205,7 @@ class ChaosTest(IntegrationCase):
             marks["kill"] = time.monotonic()
             backends[killed].kill()            # kill -9
             for cl in clients:
-                cl.mark_lost(killed)
+                cl.mark_lost(killed, marks["kill"])
             time.sleep(2.0)
             backends[killed].restart()         # same port, empty
             marks["restart"] = time.monotonic()
