@@ -192,6 +192,25 @@ void BackendConnection::endSharedLine() {
   inflight_.back().line_end = true;
 }
 
+// A VALUE unit (n bytes at the front of the input) for `key`: the fragment's next expected key
+// equal to it takes it (keys before it, in order, missed). False if none of the remaining keys
+// is `key`; then they have all missed.
+bool BackendConnection::takeValue(PendingRequest& r, Fragment& fr, std::string_view key,
+                                  uint64_t n) {
+  while (fr.next_match < fr.key_indices.size()) {
+    uint32_t idx = fr.key_indices[fr.next_match++];
+    if (multigetKey(r, idx) == key) {
+      r.key_hit_length[idx] = n;
+      tcp_->input().moveTo(fr.values, n);
+      ++fr.hits;
+      stats::bump(server_.worker().counters().get_hits);
+      stats::bump(server_.stats().get_hits);
+      return true;
+    }
+  }
+  return false;
+}
+
 // A request's keys within a shared get line: memcached answers the line's keys in order, hits
 // only, then one END; a unit that matches none of the head request's remaining keys means
 // they missed, and the unit is the next request's.
@@ -201,18 +220,8 @@ BackendConnection::Step BackendConnection::deliverShared(InFlight& f, const prot
   Fragment& fr = r->fragments[f.fragment];
   net::Buffer& in = tcp_->input();
   if (rep.kind == ReplyKind::Value) {
-    std::string_view key = rep.key.in(line);
-    while (fr.next_match < fr.key_indices.size()) {
-      uint32_t idx = fr.key_indices[fr.next_match++];
-      if (multigetKey(*r, idx) == key) {
-        uint64_t n = rep.totalLength();
-        r->key_hit_length[idx] = n;
-        in.moveTo(fr.values, n);
-        ++fr.hits;
-        stats::bump(server_.worker().counters().get_hits);
-        stats::bump(server_.stats().get_hits);
-        return Step::More;
-      }
+    if (takeValue(*r, fr, rep.key.in(line), rep.totalLength())) {
+      return Step::More;
     }
   } else if (rep.kind == ReplyKind::End) {
     // fall through to the end of this request
@@ -311,19 +320,8 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
     case Delivery::Fragment: {
       Fragment& fr = r->fragments[f.fragment];
       if (rep.kind == ReplyKind::Value) {
-        std::string_view key = rep.key.in(line);
-        while (fr.next_match < fr.key_indices.size()) {
-          uint32_t idx = fr.key_indices[fr.next_match++];
-          if (multigetKey(*r, idx) == key) {
-            r->key_hit_length[idx] = n;
-            in.moveTo(fr.values, n);
-            ++fr.hits;
-            stats::bump(server_.worker().counters().get_hits);
-            stats::bump(server_.stats().get_hits);
-            return Step::More;
-          }
-        }
-        return Step::Desync;  // a VALUE for a key we did not ask this backend for
+        // Not one of the keys still expected: a VALUE for a key we did not ask this backend for.
+        return takeValue(*r, fr, rep.key.in(line), n) ? Step::More : Step::Desync;
       }
       if (rep.kind == ReplyKind::End) {
         in.drain(n);

@@ -85,6 +85,7 @@ class BackendConnection : public net::ConnectionHandler {
   static constexpr size_t kMaxSharedLine = 2000;
   void endSharedLine();
   Step deliverShared(InFlight& f, const protocol::Reply& rep, std::string_view line);
+  bool takeValue(PendingRequest& r, Fragment& fr, std::string_view key, uint64_t n);
 
   Step deliver(InFlight& f, const protocol::Reply& rep, std::string_view line);
   void finish(InFlight& f);
