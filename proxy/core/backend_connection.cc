@@ -201,7 +201,7 @@ bool BackendConnection::takeValue(PendingRequest& r, Fragment& fr, std::string_v
     uint32_t idx = fr.key_indices[fr.next_match++];
     if (multigetKey(r, idx) == key) {
       r.key_hit_length[idx] = n;
-      tcp_->input().moveTo(fr.values, n);
+      tcp_->input().moveTo(multigetValueSink(r, fr), n);
       ++fr.hits;
       stats::bump(server_.worker().counters().get_hits);
       stats::bump(server_.stats().get_hits);
@@ -237,7 +237,9 @@ BackendConnection::Step BackendConnection::deliverShared(InFlight& f, const prot
   } else {
     return Step::Desync;
   }
-  stats::bump(server_.stats().get_misses, fr.key_indices.size() - fr.hits);
+  if (!rep.isError()) {
+    stats::bump(server_.stats().get_misses, fr.key_indices.size() - fr.hits);
+  }
   if (!f.line_end) {
     return Step::Pass;
   }

@@ -5,6 +5,7 @@ namespace mcring::core {
 
 void assembleMultiget(PendingRequest& r, stats::WorkerCounters& counters) {
   if (r.failed) {
+    r.reply.drain(r.reply.size());  // units a lone fragment streamed in before the failure
     r.reply.append(r.error_line);
     return;
   }
@@ -15,7 +16,11 @@ void assembleMultiget(PendingRequest& r, stats::WorkerCounters& counters) {
   for (uint32_t i = 0; i < r.key_count; ++i) {
     uint64_t n = r.key_hit_length[i];
     if (n > 0) {
-      r.fragments[r.key_fragment[i]].values.moveTo(r.reply, n);
+      Fragment& fr = r.fragments[r.key_fragment[i]];
+      net::Buffer& values = multigetValueSink(r, fr);
+      if (&values != &r.reply) {
+        values.moveTo(r.reply, n);
+      }
       ++hits;
     }
   }

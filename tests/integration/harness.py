@@ -14,6 +14,7 @@ tearDown/atexit (SIGTERM, then SIGKILL after a bounded wait); every loop is boun
 """
 
 import atexit
+import contextlib
 import hashlib
 import os
 import random
@@ -707,6 +708,22 @@ def cache_aside_load(port, keys, stop, counts, seed, value=b"v" * 32, limit_s=30
             if misses:
                 set_many_raw(c, [(k, value) for k in misses])
             time.sleep(0.005)
+
+
+@contextlib.contextmanager
+def cache_aside_load_running(port, keys, seed):
+    """cache_aside_load in a thread for the body of the with-block; yields its counts. On exit it
+    is stopped and joined, and fails if it did not stop."""
+    stop = threading.Event()
+    counts = {"gets": 0, "hits": 0, "errors": 0}
+    t = threading.Thread(target=cache_aside_load, args=(port, keys, stop, counts, seed))
+    t.start()
+    try:
+        yield counts
+    finally:
+        stop.set()
+        t.join(40)
+    assert not t.is_alive(), "the cache-aside load did not stop"
 
 
 # ------------------------------------------------------------------------------------------------

@@ -22,7 +22,8 @@ ERROR_LINE = b"SERVER_ERROR out of memory storing object\r\n"
 
 class ScriptedBackend:
     """Answers get/gets lines from a dict (hits in line order, then END), set with STORED,
-    stats with END; a line with POISON gets ERROR_LINE, one with JUNK gets garbage."""
+    stats with END; in a line with POISON, the hits before it are followed by ERROR_LINE (no
+    END); a line with JUNK gets garbage."""
 
     def __init__(self):
         self.store = {}
@@ -82,17 +83,21 @@ class ScriptedBackend:
                         with self.lock:
                             self.get_lines.append(parts)
                             self.get_conns.add(cid)
-                        if POISON in parts[1:]:
-                            out.append(ERROR_LINE)
-                        elif JUNK in parts[1:]:
+                        if JUNK in parts[1:]:
                             out.append(b"WHAT IS THIS\r\n")
+                            continue
+                        # As memcached does when it fails mid-line: the hits before the
+                        # failing key, then the error instead of the rest and END.
+                        for k in parts[1:]:
+                            if k == POISON:
+                                out.append(ERROR_LINE)
+                                break
+                            with self.lock:
+                                hit = self.store.get(k)
+                            if hit is not None:
+                                cas = b" 7" if parts[0] == b"gets" else b""
+                                out.append(b"VALUE %s %d %d%s\r\n%s\r\n" % (k, hit[0], len(hit[1]), cas, hit[1]))
                         else:
-                            for k in parts[1:]:
-                                with self.lock:
-                                    hit = self.store.get(k)
-                                if hit is not None:
-                                    cas = b" 7" if parts[0] == b"gets" else b""
-                                    out.append(b"VALUE %s %d %d%s\r\n%s\r\n" % (k, hit[0], len(hit[1]), cas, hit[1]))
                             out.append(b"END\r\n")
                     elif parts and parts[0] == b"stats":
                         out.append(b"END\r\n")

@@ -6,11 +6,10 @@ import os
 import shutil
 import signal
 import subprocess
-import threading
 import time
 import unittest
 
-from harness import (Conn, HOST, IntegrationCase, Mcring, Memcached, admin_http, cache_aside_load,
+from harness import (Conn, HOST, IntegrationCase, Mcring, Memcached, admin_http, cache_aside_load_running,
                      make_tmpdir, parse_stats, pool_yaml, remove_tmpdir, requires_proxy,
                      run_mcring, server_line, set_many_raw, spread_keys)
 
@@ -59,21 +58,12 @@ class ObservabilityTest(IntegrationCase):
         actually_moved = sum(1 for k in keys if before[k] != after[k]) / len(keys)
 
         # Steady get load (bounded in time and count) while the reload happens.
-        stop = threading.Event()
-        counts = {"gets": 0, "hits": 0, "errors": 0}
-        t = threading.Thread(target=cache_aside_load,
-                             args=(self.mc.port, keys, stop, counts, 7))
-        t.start()
-        try:
+        with cache_aside_load_running(self.mc.port, keys, 7) as counts:
             time.sleep(4)  # a baseline
             with open(self.mc.config_path, "w") as f:
                 f.write(new_text)
             os.kill(self.mc.pid, signal.SIGHUP)
             time.sleep(6)  # the spike
-        finally:
-            stop.set()
-            t.join(40)
-        self.assertFalse(t.is_alive())
         self.assertEqual(counts["errors"], 0)
         self.assertGreater(counts["gets"], 1000)
 

@@ -14,11 +14,10 @@ into misses. Real memcached backends; owners come from `mcring route` on the sam
 import json
 import os
 import signal
-import threading
 import time
 import unittest
 
-from harness import (Conn, HOST, IntegrationCase, Mcring, Memcached, admin_http, cache_aside_load,
+from harness import (Conn, HOST, IntegrationCase, Mcring, Memcached, admin_http, cache_aside_load_running,
                      make_tmpdir, parse_stats, parse_values, pool_yaml, remove_tmpdir,
                      requires_proxy, run_mcring, server_line, set_many_raw, spread_keys)
 
@@ -251,19 +250,10 @@ class EventTest(WarmupCase):
         keys = spread_keys("e", 4000)
         set_many_raw(self.c, {k: b"v" * 32 for k in keys})
         moved, _b, _a = self.moved_keys(keys, 4, 5)
-        stop = threading.Event()
-        counts = {"gets": 0, "hits": 0, "errors": 0}
-        t = threading.Thread(target=cache_aside_load,
-                             args=(self.proxy.port, keys, stop, counts, 11))
-        t.start()
-        try:
+        with cache_aside_load_running(self.proxy.port, keys, 11) as counts:
             time.sleep(4)  # a baseline
             self.reload(5)
             time.sleep(5)
-        finally:
-            stop.set()
-            t.join(40)
-        self.assertFalse(t.is_alive())
         self.assertEqual(counts["errors"], 0)
         self.assertEqual(counts["hits"], counts["gets"], "every read was a hit, across the change")
         status, body = admin_http(self.proxy.admin_port, path="/events")
