@@ -272,14 +272,37 @@ bool Experiment::owners(const std::vector<Backend>& servers, std::vector<uint8_t
                         uint64_t* anomalies, std::string* error) {
   owner->assign(o_.keys, kNoOwner);
   *anomalies = 0;
-  std::vector<uint64_t> held;
+  std::vector<std::vector<uint64_t>> held(servers.size());
   for (size_t i = 0; i < servers.size(); ++i) {
     uint64_t foreign = 0;
-    if (!dumpKeys(servers[i].port, keys_, &held, &foreign, error)) {
+    if (!dumpKeys(servers[i].port, keys_, &held[i], &foreign, error)) {
       *error = "metadump of 127.0.0.1:" + std::to_string(servers[i].port) + ": " + *error;
       return false;
     }
-    for (uint64_t k : held) {
+  }
+  // The dump can skip a key the LRU maintainer moved mid-crawl: ask every server for the keys
+  // no dump listed, so that "on no server" means the proxy lost it, not that the crawler missed
+  // it. A key listed twice by one server's dump is one copy.
+  std::vector<bool> listed(o_.keys, false);
+  for (const auto& h : held) {
+    for (uint64_t k : h) {
+      listed[k] = true;
+    }
+  }
+  std::vector<uint64_t> unlisted;
+  for (uint64_t k = 0; k < o_.keys; ++k) {
+    if (!listed[k]) {
+      unlisted.push_back(k);
+    }
+  }
+  for (size_t i = 0; i < servers.size(); ++i) {
+    if (!heldKeys(servers[i].port, keys_, unlisted, &held[i], error)) {
+      *error = "get from 127.0.0.1:" + std::to_string(servers[i].port) + ": " + *error;
+      return false;
+    }
+    std::sort(held[i].begin(), held[i].end());
+    held[i].erase(std::unique(held[i].begin(), held[i].end()), held[i].end());
+    for (uint64_t k : held[i]) {
       if ((*owner)[k] == kNoOwner) {
         (*owner)[k] = static_cast<uint8_t>(i);
       } else {

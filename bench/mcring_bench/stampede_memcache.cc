@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
@@ -296,6 +297,61 @@ bool dumpKeys(uint16_t port, const KeySpace& keys, std::vector<uint64_t>* indice
       return false;
     }
   }
+}
+
+bool heldKeys(uint16_t port, const KeySpace& keys, const std::vector<uint64_t>& candidates,
+              std::vector<uint64_t>* held, std::string* error) {
+  if (candidates.empty()) {
+    return true;
+  }
+  BlockingClient client;
+  if (!client.connect(port, error)) {
+    return false;
+  }
+  constexpr size_t kKeysPerGet = 100;
+  std::vector<char> key(keys.keyLength());
+  std::string request;
+  std::string line;
+  for (size_t first = 0; first < candidates.size(); first += kKeysPerGet) {
+    request.assign("get");
+    for (size_t i = first; i < std::min(candidates.size(), first + kKeysPerGet); ++i) {
+      keys.format(candidates[i], key.data());
+      request.append(" ").append(key.data(), key.size());
+    }
+    request.append("\r\n");
+    if (!client.sendAll(request, error)) {
+      return false;
+    }
+    for (;;) {
+      if (!client.readLine(&line, kReplyTimeoutMs, error)) {
+        return false;
+      }
+      if (line == "END") {
+        break;
+      }
+      // VALUE <key> <flags> <bytes>
+      const size_t key_end = line.find(' ', 6);
+      const size_t bytes_at = line.rfind(' ');
+      const auto index = line.rfind("VALUE ", 0) == 0 && key_end != std::string::npos
+                             ? keys.parse(std::string_view(line).substr(6, key_end - 6))
+                             : std::nullopt;
+      if (!index) {
+        *error = "unexpected reply to get: " + line;
+        return false;
+      }
+      uint64_t bytes = 0;
+      const char* digits = line.data() + bytes_at + 1;
+      if (std::from_chars(digits, line.data() + line.size(), bytes).ec != std::errc() ||
+          !client.skipBytes(bytes + 2, kReplyTimeoutMs, error)) {
+        if (error->empty()) {
+          *error = "unexpected reply to get: " + line;
+        }
+        return false;
+      }
+      held->push_back(*index);
+    }
+  }
+  return true;
 }
 
 bool flushAll(uint16_t port, std::string* error) {
