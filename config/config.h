@@ -64,6 +64,8 @@ struct PoolConfig {
   bool allow_flush_all = true;           // false: flush_all answers an error
   bool coalesce_gets = true;             // one get line per server per loop pass
   uint32_t max_multiget_keys = 100000;   // keys in one get/gets/gat/gats
+  // A client with nothing outstanding that sends no request for this long is closed. 0: never.
+  uint32_t client_idle_timeout_ms = 0;
   // Warm migration: for this long after a membership change, a miss on a key whose server
   // changed is answered from its previous server and copied to the new one. 0: off.
   uint32_t warmup_window_ms = 0;

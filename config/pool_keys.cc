@@ -410,6 +410,18 @@ const std::array kPoolKeys = {
         .show = [](const PoolConfig& p) { return std::to_string(p.max_multiget_keys); },
     },
     PoolKey{
+        .name = "client_idle_timeout", .type = "integer (ms)", .origin = KeyOrigin::Mcring,
+        .meaning = "A client connection that sends no request for this many ms while it has "
+                   "no request in flight and no reply unwritten is closed (as memcached's "
+                   "`-o idle_timeout`). A partial request line counts as idle, so a slowloris "
+                   "client is closed too. Checked every quarter of the timeout (10 ms to 1 s), "
+                   "so a connection goes up to that much later. 0 keeps idle clients forever.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.client_idle_timeout_ms, 0, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.client_idle_timeout_ms); },
+    },
+    PoolKey{
         .name = "warmup_window", .type = "integer (ms)", .origin = KeyOrigin::Mcring,
         .meaning = "Warm migration: for this many ms after a membership change (reload, "
                    "ejection, return), a `get`/`gets`/`gat`/`gats`/`mg` miss on a key whose "

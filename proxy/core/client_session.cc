@@ -189,6 +189,7 @@ PendingRequest* ClientSession::newRequest() {
   r->fragments_left = 1;
   r->command = req_.command;
   fifo_.push_back(r);
+  ++requests_;
   return r;
 }
 
@@ -711,6 +712,31 @@ void ClientSession::releaseSlot() {
     open_count_->fetch_sub(1, std::memory_order_relaxed);
     open_count_.reset();
   }
+}
+
+bool ClientSession::closeIfIdle(uint64_t now_ms) {
+  const uint32_t timeout_ms = pool_->config().client_idle_timeout_ms;
+  if (timeout_ms == 0 || closed_ || draining_ || closing_) {
+    idle_since_ms_ = 0;
+    return false;
+  }
+  // The clock restarts at each sweep that finds the client had something going since the last
+  // one, so it is closed between timeout_ms and timeout_ms plus two sweep periods after it.
+  const bool busy =
+      !fifo_.empty() || tcp_->output().size() != 0 || requests_ != idle_requests_;
+  idle_requests_ = requests_;
+  if (busy || idle_since_ms_ == 0) {
+    idle_since_ms_ = now_ms;
+    return false;
+  }
+  if (now_ms - idle_since_ms_ < timeout_ms) {
+    return false;
+  }
+  stats::bump(worker_.counters().client_idle_closed);
+  MCRING_LOG(Info, "client %llu: closed after %u ms idle (client_idle_timeout)",
+                   static_cast<unsigned long long>(id_), timeout_ms);
+  close();
+  return true;
 }
 
 void ClientSession::close() {

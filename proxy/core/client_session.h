@@ -40,6 +40,10 @@ class ClientSession : public net::ConnectionHandler {
   uint64_t peakBuffered() const { return peak_buffered_; }
   PoolRuntime& pool() { return *pool_; }
   uint64_t id() const { return id_; }
+  // client_idle_timeout, called by the worker's periodic sweep with a monotonic clock: closes
+  // the session (and returns true) once no sweep has seen it busy (a request read, in flight or
+  // with reply bytes unwritten) for the pool's timeout.
+  bool closeIfIdle(uint64_t now_ms);
 
   void onReadable() override;
   void onWritable() override;
@@ -91,6 +95,9 @@ class ClientSession : public net::ConnectionHandler {
   std::vector<int32_t> fragment_of_;  // scratch: fragment of each server, -1 if none
   uint64_t swallow_ = 0;              // bytes of a rejected data block still to discard
   uint64_t queued_reply_bytes_ = 0;   // replies complete but waiting behind an earlier one
+  uint64_t requests_ = 0;             // requests read so far
+  uint64_t idle_requests_ = 0;        // requests_ at the last idle sweep
+  uint64_t idle_since_ms_ = 0;        // last sweep that saw it busy; 0: none yet
   mutable uint64_t peak_buffered_ = 0;
   size_t scanned_ = 0;  // input already searched for "\n" without success
   bool reading_ = true;

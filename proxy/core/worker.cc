@@ -2,7 +2,10 @@
 #include "proxy/core/worker.h"
 
 #include <malloc.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "proxy/common/log.h"
 #include "proxy/core/client_session.h"
@@ -23,6 +26,7 @@ protocol::ParserLimits limitsFor(const config::PoolConfig& pc) {
 Worker::Worker(int id, const StatsReporter& reporter)
     : id_(id), reporter_(reporter), loop_(std::make_unique<net::EventLoop>()) {
   reaper_ = std::make_unique<net::Timer>(*loop_, [this] { reapRetired(); });
+  idle_sweep_ = std::make_unique<net::Timer>(*loop_, [this] { sweepIdleClients(); });
 }
 
 Worker::~Worker() {
@@ -80,6 +84,8 @@ void Worker::postTopology(std::shared_ptr<const config::Topology> topology) {
 void Worker::postShutdown(uint32_t grace_ms) {
   loop_->post([this, grace_ms] {
     shutting_down_ = true;
+    idle_sweep_->stop();
+    idle_sweep_ms_ = 0;
     grace_timer_ = std::make_unique<net::Timer>(*loop_, [this] {
       MCRING_LOG(Warn, "worker %d: grace period over with %zu client(s) still open", id_,
                  sessions_.size());
@@ -218,6 +224,37 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
   }
   topology_ = std::move(topology);
   reapDraining();
+  scheduleIdleSweep();
+}
+
+void Worker::scheduleIdleSweep() {
+  uint64_t smallest = 0;
+  for (const auto& pool_topo : topology_->pools) {
+    const uint64_t t = pool_topo->config.client_idle_timeout_ms;
+    if (t != 0 && (smallest == 0 || t < smallest)) {
+      smallest = t;
+    }
+  }
+  const uint64_t period = smallest == 0 ? 0 : std::clamp<uint64_t>(smallest / 8, 10, 1000);
+  if (period == idle_sweep_ms_) {
+    return;
+  }
+  idle_sweep_ms_ = period;
+  idle_sweep_->stop();
+  if (period != 0) {
+    idle_sweep_->start(period, true);
+  }
+}
+
+void Worker::sweepIdleClients() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  const uint64_t now_ms =
+      static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+  // closeIfIdle retires the session (it leaves sessions_): walk a copy.
+  for (ClientSession* s : std::vector<ClientSession*>(sessions_.begin(), sessions_.end())) {
+    s->closeIfIdle(now_ms);
+  }
 }
 
 void Worker::openWarmup(PoolRuntime& runtime, std::shared_ptr<const config::PoolTopology> previous,

@@ -79,6 +79,10 @@ class Worker {
   void reapRetired();
   void reapDraining();
   void checkShutdownDone();
+  // client_idle_timeout: the sweep runs only while some pool sets it, every eighth of the
+  // smallest timeout (10 ms to 1 s).
+  void scheduleIdleSweep();
+  void sweepIdleClients();
   // Warm migration: opens a window for a pool whose placement changed, or closes it.
   void openWarmup(PoolRuntime& runtime, std::shared_ptr<const config::PoolTopology> previous,
                   std::vector<BackendServer*> previous_by_index,
@@ -96,6 +100,8 @@ class Worker {
   std::vector<ClientSession*> retired_;
   std::unique_ptr<net::Timer> reaper_;
   std::unique_ptr<net::Timer> grace_timer_;
+  std::unique_ptr<net::Timer> idle_sweep_;
+  uint64_t idle_sweep_ms_ = 0;  // period of idle_sweep_; 0: stopped
   RequestPool requests_;
   WarmupRegistry warmup_;
   uint64_t next_warmup_id_ = 1;

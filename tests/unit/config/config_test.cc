@@ -188,6 +188,7 @@ TEST_CASE("defaults are twemproxy's (nc_conf.h) and mcring's") {
   CHECK(p.item_size_max == 1048576u);
   CHECK(p.allow_flush_all);
   CHECK(p.max_multiget_keys == 100000u);
+  CHECK(p.client_idle_timeout_ms == 0u);
   CHECK(p.routing.maglev_table_size == 65537u);
   CHECK(p.mark.line == 1);
   CHECK(p.mark.column == 1);
@@ -214,6 +215,7 @@ TEST_CASE("every key sets its field") {
   item_size_max: 512k
   allow_flush_all: false
   max_multiget_keys: 500
+  client_idle_timeout: 30000
   maglev_table_size: 251
   servers:
     - 10.0.0.1:11211:1 a
@@ -239,10 +241,11 @@ TEST_CASE("every key sets its field") {
   CHECK(p.item_size_max == 512u * 1024);
   CHECK_FALSE(p.allow_flush_all);
   CHECK(p.max_multiget_keys == 500u);
+  CHECK(p.client_idle_timeout_ms == 30000u);
   CHECK(p.routing.maglev_table_size == 251u);
   REQUIRE(p.servers.size() == 2);
   CHECK(p.servers[0].spec.name == "a");
-  CHECK(p.servers[1].mark.line == 24);
+  CHECK(p.servers[1].mark.line == 25);
 }
 
 TEST_CASE("quoted scalars count as their text, as in twemproxy") {
