@@ -13,8 +13,8 @@ import threading
 import time
 import unittest
 
-from harness import (IntegrationCase, Memcached, Mcring, make_tmpdir, parse_stats, pool_yaml,
-                     remove_tmpdir, requires_proxy, server_line)
+from harness import (IntegrationCase, Memcached, Mcring, make_tmpdir, parse_reloads, parse_stats,
+                     pool_yaml, remove_tmpdir, requires_proxy, server_line)
 
 TIMEOUT_MS = 1000
 QUIET_S = 2.5 * TIMEOUT_MS / 1000  # how long the clients that must stay are watched
@@ -114,21 +114,20 @@ class IdleTimeoutTest(IntegrationCase):
         time.sleep(QUIET_S)
         self.assertTrue(c.alive(), "closed with client_idle_timeout 0")
 
-        with self.conn(proxy.port) as s:
-            reloads = int(parse_stats(s.request(b"stats\r\n"))["reloads"])
         with open(proxy.config_path, "w") as f:
             f.write(pool_yaml(proxy.pool, proxy.port, proxy.servers, proxy.hash,
                               proxy.distribution, proxy.timeout_ms,
                               {"client_idle_timeout": TIMEOUT_MS}))
         os.kill(proxy.pid, signal.SIGHUP)
         deadline = time.monotonic() + HANG_S
-        while time.monotonic() < deadline:
-            with self.conn(proxy.port) as s:
-                if int(parse_stats(s.request(b"stats\r\n"))["reloads"]) > reloads:
-                    break
+        records = []
+        while not records and time.monotonic() < deadline:
             time.sleep(0.05)
-        else:
-            self.fail("the reload was not applied")
+            with self.conn(proxy.port) as s:
+                records = parse_reloads(s.request(b"stats reloads\r\n"))
+        self.assertTrue(records, "no reload recorded after SIGHUP")
+        self.assertEqual(records[-1]["result"], "applied", records[-1])
+        self.assertIn("client_idle_timeout", records[-1].get("diff", ""), records[-1])
 
         _, closed = c.wait_closed(timeout=HANG_S)
         self.assertTrue(closed, "the reloaded timeout did not reach an open connection")
