@@ -15,6 +15,7 @@ namespace mcring::core {
 
 using protocol::Command;
 using protocol::CommandClass;
+using protocol::CommandEffect;
 using protocol::ParseStatus;
 using protocol::ReplyKind;
 
@@ -265,24 +266,18 @@ void ClientSession::dispatch(std::string_view line) {
 
 void ClientSession::dispatchKeyed(std::string_view line) {
   auto& counters = worker_.counters();
-  switch (req_.command) {
-    case Command::Set:
-    case Command::Add:
-    case Command::Replace:
-    case Command::Append:
-    case Command::Prepend:
-    case Command::Cas:
-    case Command::MetaSet:
+  switch (protocol::commandEffect(req_.command)) {
+    case CommandEffect::Store:
       stats::bump(counters.cmd_set);
       break;
-    case Command::Delete:
-    case Command::MetaDelete:
+    case CommandEffect::Delete:
       stats::bump(counters.cmd_delete);
       break;
-    case Command::Touch:
+    case CommandEffect::Touch:
       stats::bump(counters.cmd_touch);
       break;
-    default:
+    case CommandEffect::Read:  // mg (get/gets/gat/gats are counted per key in dispatchRetrieval)
+    case CommandEffect::Other:
       stats::bump(counters.cmd_other);
       break;
   }
@@ -374,29 +369,20 @@ void ClientSession::invalidatePrevious(PendingRequest* r, BackendServer& prev,
 // Per-backend accounting of one keyed request: command kind and the key's distinct-key sketch.
 void ClientSession::countForBackend(BackendServer& server, std::string_view key) {
   stats::BackendStats& bs = server.stats();
-  switch (protocol::commandClass(req_.command)) {
-    case CommandClass::Retrieval:
+  switch (protocol::commandEffect(req_.command)) {
+    case CommandEffect::Read:
       stats::bump(bs.get_keys);
       break;
-    case CommandClass::Storage:
+    case CommandEffect::Store:
       stats::bump(bs.stores);
       break;
-    default:
-      switch (req_.command) {
-        case Command::MetaGet:
-          stats::bump(bs.get_keys);
-          break;
-        case Command::MetaSet:
-          stats::bump(bs.stores);
-          break;
-        case Command::Delete:
-        case Command::MetaDelete:
-          stats::bump(bs.deletes);
-          break;
-        default:
-          stats::bump(bs.other_commands);
-          break;
-      }
+    case CommandEffect::Delete:
+      stats::bump(bs.deletes);
+      break;
+    case CommandEffect::Touch:
+    case CommandEffect::Other:
+      stats::bump(bs.other_commands);
+      break;
   }
   bs.keys.addKey(key);
 }

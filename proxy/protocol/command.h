@@ -17,49 +17,53 @@ enum class CommandClass : uint8_t {
   Broadcast,   // flush_all: sent to every backend of the pool
 };
 
-// X-macro: one table for enum, wire name and class.
+// What a command does to its item, for the per-worker and per-backend counters (which count
+// `mg` with the gets and `ms` with the stores, whatever their class).
+enum class CommandEffect : uint8_t { Read, Store, Delete, Touch, Other };
+
+// X-macro: one table for enum, wire name, class and effect.
 #define MCRING_COMMANDS(X)                      \
-  X(Get, "get", Retrieval)                      \
-  X(Gets, "gets", Retrieval)                    \
-  X(Gat, "gat", Retrieval)                      \
-  X(Gats, "gats", Retrieval)                    \
-  X(Set, "set", Storage)                        \
-  X(Add, "add", Storage)                        \
-  X(Replace, "replace", Storage)                \
-  X(Append, "append", Storage)                  \
-  X(Prepend, "prepend", Storage)                \
-  X(Cas, "cas", Storage)                        \
-  X(Delete, "delete", Keyed)                    \
-  X(Incr, "incr", Keyed)                        \
-  X(Decr, "decr", Keyed)                        \
-  X(Touch, "touch", Keyed)                      \
-  X(MetaGet, "mg", Meta)                        \
-  X(MetaSet, "ms", Meta)                        \
-  X(MetaDelete, "md", Meta)                     \
-  X(MetaArithmetic, "ma", Meta)                 \
-  X(MetaDebug, "me", Meta)                      \
-  X(MetaNoop, "mn", MetaNoop)                   \
-  X(Version, "version", Local)                  \
-  X(Verbosity, "verbosity", Local)              \
-  X(Quit, "quit", Local)                        \
-  X(Stats, "stats", Local)                      \
-  X(FlushAll, "flush_all", Broadcast)
+  X(Get, "get", Retrieval, Read)                \
+  X(Gets, "gets", Retrieval, Read)              \
+  X(Gat, "gat", Retrieval, Read)                \
+  X(Gats, "gats", Retrieval, Read)              \
+  X(Set, "set", Storage, Store)                 \
+  X(Add, "add", Storage, Store)                 \
+  X(Replace, "replace", Storage, Store)         \
+  X(Append, "append", Storage, Store)           \
+  X(Prepend, "prepend", Storage, Store)         \
+  X(Cas, "cas", Storage, Store)                 \
+  X(Delete, "delete", Keyed, Delete)            \
+  X(Incr, "incr", Keyed, Other)                 \
+  X(Decr, "decr", Keyed, Other)                 \
+  X(Touch, "touch", Keyed, Touch)               \
+  X(MetaGet, "mg", Meta, Read)                  \
+  X(MetaSet, "ms", Meta, Store)                 \
+  X(MetaDelete, "md", Meta, Delete)             \
+  X(MetaArithmetic, "ma", Meta, Other)          \
+  X(MetaDebug, "me", Meta, Other)               \
+  X(MetaNoop, "mn", MetaNoop, Other)            \
+  X(Version, "version", Local, Other)           \
+  X(Verbosity, "verbosity", Local, Other)       \
+  X(Quit, "quit", Local, Other)                 \
+  X(Stats, "stats", Local, Other)               \
+  X(FlushAll, "flush_all", Broadcast, Other)
 
 enum class Command : uint8_t {
-#define MCRING_X(id, name, cls) id,
+#define MCRING_X(id, name, cls, effect) id,
   MCRING_COMMANDS(MCRING_X)
 #undef MCRING_X
 };
 
 inline constexpr int kCommandCount = 0
-#define MCRING_X(id, name, cls) +1
+#define MCRING_X(id, name, cls, effect) +1
     MCRING_COMMANDS(MCRING_X)
 #undef MCRING_X
     ;
 
 constexpr std::string_view commandName(Command c) {
   switch (c) {
-#define MCRING_X(id, name, cls) \
+#define MCRING_X(id, name, cls, effect) \
   case Command::id:             \
     return name;
     MCRING_COMMANDS(MCRING_X)
@@ -70,13 +74,24 @@ constexpr std::string_view commandName(Command c) {
 
 constexpr CommandClass commandClass(Command c) {
   switch (c) {
-#define MCRING_X(id, name, cls) \
+#define MCRING_X(id, name, cls, effect) \
   case Command::id:             \
     return CommandClass::cls;
     MCRING_COMMANDS(MCRING_X)
 #undef MCRING_X
   }
   return CommandClass::Local;
+}
+
+constexpr CommandEffect commandEffect(Command c) {
+  switch (c) {
+#define MCRING_X(id, name, cls, effect) \
+  case Command::id:                     \
+    return CommandEffect::effect;
+    MCRING_COMMANDS(MCRING_X)
+#undef MCRING_X
+  }
+  return CommandEffect::Other;
 }
 
 }  // namespace mcring::protocol

@@ -190,7 +190,7 @@ bool decodeBase64Key(std::string_view text, std::string& out) {
 }
 
 constexpr std::pair<std::string_view, Command> kCommandNames[] = {
-#define MCRING_X(id, name, cls) {name, Command::id},
+#define MCRING_X(id, name, cls, effect) {name, Command::id},
     MCRING_COMMANDS(MCRING_X)
 #undef MCRING_X
 };

@@ -116,5 +116,66 @@ class ObservabilityTest(IntegrationCase):
         self.assertEqual(check.returncode, 0, check.stdout.decode(errors="replace"))
 
 
+@requires_proxy
+class CommandCountersTest(IntegrationCase):
+    """One of each command: what each adds to the worker counters (`stats`) and to the
+    per-backend ones (`stats backends`, summed over the pool), as the README's metric table says:
+    mg counts with the gets, ms with the sets, gat/gats as gets and touches."""
+
+    WORKER = ("cmd_get", "cmd_set", "cmd_delete", "cmd_touch", "cmd_meta", "cmd_other")
+    BACKEND = ("get_keys", "stores", "deletes", "other_commands")
+
+    def counts(self, c):
+        worker = parse_stats(c.request(b"stats\r\n"))
+        backends = parse_stats(c.request(b"stats backends\r\n"))
+        out = {k: int(worker[k]) for k in self.WORKER}
+        for k in self.BACKEND:
+            out[k] = sum(int(v) for name, v in backends.items() if name.endswith(":" + k))
+        return out
+
+    def test_each_command_counts_where_documented(self):
+        cl = self.cluster()
+        c = self.conn(cl)
+        before = self.counts(c)
+        script = [
+            (b"set k1 0 0 1\r\na\r\n", b"STORED\r\n"),
+            (b"add k2 0 0 1\r\nb\r\n", b"STORED\r\n"),
+            (b"replace k1 0 0 1\r\nc\r\n", b"STORED\r\n"),
+            (b"append k1 0 0 1\r\nd\r\n", b"STORED\r\n"),
+            (b"prepend k1 0 0 1\r\ne\r\n", b"STORED\r\n"),
+            (b"cas k1 0 0 1 1\r\nf\r\n", b"EXISTS\r\n"),
+            (b"set n 0 0 1\r\n5\r\n", b"STORED\r\n"),
+            (b"delete k2\r\n", b"DELETED\r\n"),
+            (b"incr n 2\r\n", b"7\r\n"),
+            (b"decr n 1\r\n", b"6\r\n"),
+            (b"touch k1 0\r\n", b"TOUCHED\r\n"),
+            (b"get k1 k3\r\n", b"VALUE k1 0 3\r\necd\r\nEND\r\n"),
+            (b"gets k3\r\n", b"END\r\n"),
+            (b"gat 0 k3\r\n", b"END\r\n"),
+            (b"gats 0 k3 k4\r\n", b"END\r\n"),
+            (b"mg k1 v\r\n", b"VA 3\r\necd\r\n"),
+            (b"ms k4 1\r\nx\r\n", b"HD\r\n"),
+            (b"md k4\r\n", b"HD\r\n"),
+            (b"ma n\r\n", b"HD\r\n"),
+            (b"mn\r\n", b"MN\r\n"),
+        ]
+        for req, want in script:
+            self.assertEqual(c.request(req), want, req)
+        after = self.counts(c)
+        delta = {k: after[k] - before[k] for k in after}
+        self.assertEqual(delta, {
+            "cmd_get": 6,      # keys of get (2), gets, gat, gats (2)
+            "cmd_set": 8,      # set add replace append prepend cas set, and ms
+            "cmd_delete": 2,   # delete, md
+            "cmd_touch": 3,    # touch, gat, gats
+            "cmd_meta": 4,     # mg ms md ma (mn is answered by mcring)
+            "cmd_other": 4,    # incr decr, mg ma
+            "get_keys": 7,     # the 6 retrieval keys and mg's
+            "stores": 8,
+            "deletes": 2,
+            "other_commands": 4,  # incr decr touch ma
+        })
+
+
 if __name__ == "__main__":
     unittest.main()
