@@ -2,6 +2,7 @@
 #include "proxy/core/client_session.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "mcring_version.h"
 #include "proxy/common/log.h"
@@ -27,6 +28,25 @@ bool startsWithRetrieval(std::string_view s) {
   }
   return s.starts_with("get ") || s.starts_with("gets ") || s.starts_with("gat ") ||
          s.starts_with("gats ");
+}
+
+// The counters a keyed request counts in, by CommandEffect (Read, Store, Delete, Touch,
+// Other): per worker (`stats`; a keyed Read is mg, get/gets/gat/gats count per key elsewhere)
+// and per backend (`stats backends`).
+using WorkerCounter = std::atomic<uint64_t> stats::WorkerCounters::*;
+using BackendCounter = std::atomic<uint64_t> stats::BackendStats::*;
+constexpr WorkerCounter kWorkerCounterOf[] = {
+    &stats::WorkerCounters::cmd_other, &stats::WorkerCounters::cmd_set,
+    &stats::WorkerCounters::cmd_delete, &stats::WorkerCounters::cmd_touch,
+    &stats::WorkerCounters::cmd_other};
+constexpr BackendCounter kBackendCounterOf[] = {
+    &stats::BackendStats::get_keys, &stats::BackendStats::stores, &stats::BackendStats::deletes,
+    &stats::BackendStats::other_commands, &stats::BackendStats::other_commands};
+static_assert(std::size(kWorkerCounterOf) == static_cast<size_t>(CommandEffect::Other) + 1);
+static_assert(std::size(kBackendCounterOf) == static_cast<size_t>(CommandEffect::Other) + 1);
+
+size_t effectIndex(protocol::Command c) {
+  return static_cast<size_t>(protocol::commandEffect(c));
 }
 
 }  // namespace
@@ -266,21 +286,7 @@ void ClientSession::dispatch(std::string_view line) {
 
 void ClientSession::dispatchKeyed(std::string_view line) {
   auto& counters = worker_.counters();
-  switch (protocol::commandEffect(req_.command)) {
-    case CommandEffect::Store:
-      stats::bump(counters.cmd_set);
-      break;
-    case CommandEffect::Delete:
-      stats::bump(counters.cmd_delete);
-      break;
-    case CommandEffect::Touch:
-      stats::bump(counters.cmd_touch);
-      break;
-    case CommandEffect::Read:  // mg (get/gets/gat/gats are counted per key in dispatchRetrieval)
-    case CommandEffect::Other:
-      stats::bump(counters.cmd_other);
-      break;
-  }
+  stats::bump(counters.*kWorkerCounterOf[effectIndex(req_.command)]);
   bool meta = protocol::commandClass(req_.command) == CommandClass::Meta;
   if (meta) {
     stats::bump(counters.cmd_meta);
@@ -369,21 +375,7 @@ void ClientSession::invalidatePrevious(PendingRequest* r, BackendServer& prev,
 // Per-backend accounting of one keyed request: command kind and the key's distinct-key sketch.
 void ClientSession::countForBackend(BackendServer& server, std::string_view key) {
   stats::BackendStats& bs = server.stats();
-  switch (protocol::commandEffect(req_.command)) {
-    case CommandEffect::Read:
-      stats::bump(bs.get_keys);
-      break;
-    case CommandEffect::Store:
-      stats::bump(bs.stores);
-      break;
-    case CommandEffect::Delete:
-      stats::bump(bs.deletes);
-      break;
-    case CommandEffect::Touch:
-    case CommandEffect::Other:
-      stats::bump(bs.other_commands);
-      break;
-  }
+  stats::bump(bs.*kBackendCounterOf[effectIndex(req_.command)]);
   bs.keys.addKey(key);
 }
 

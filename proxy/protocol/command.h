@@ -19,6 +19,7 @@ enum class CommandClass : uint8_t {
 
 // What a command does to its item, for the per-worker and per-backend counters (which count
 // `mg` with the gets and `ms` with the stores, whatever their class).
+// The order is that of the counter tables indexed by it (client_session.cc).
 enum class CommandEffect : uint8_t { Read, Store, Delete, Touch, Other };
 
 // X-macro: one table for enum, wire name, class and effect.
