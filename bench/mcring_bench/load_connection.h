@@ -2,20 +2,22 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
+#include "bench/mcring_bench/client_socket.h"
 #include "bench/mcring_bench/load_stats.h"
+#include "proxy/protocol/reply.h"
 
 struct event;
-struct evbuffer;
 
 namespace mcring::bench {
 
 class LoadWorker;
 
-// Lives on its worker's thread and event_base. Requests are appended to an evbuffer and written
-// in one writev per event-loop callback (the worker flushes dirty connections); replies are read
-// into one contiguous buffer and framed there by protocol::frameReply, never copied.
+// Lives on its worker's thread and event_base. Requests are appended to its socket's evbuffer and
+// written in one writev per event-loop callback (the worker flushes dirty connections); replies
+// are framed by protocol::frameReply where the socket read them, never copied.
 //
 // Every request issued ends exactly once: a reply, or an error when the connection fails
 // (connect refused, reset, timeout, desync), which fails everything in flight. Requests may be
@@ -33,7 +35,7 @@ class LoadConnection {
   void connect();
 
   void setDepth(uint32_t depth) { depth_ = depth < capacity_ ? depth : capacity_; }
-  bool canIssue() const { return state_ != State::Down && count_ < depth_; }
+  bool canIssue() const { return socket_.state() != ClientSocket::State::Down && count_ < depth_; }
   uint32_t inflight() const { return count_; }
   // When the oldest request in flight was written; only meaningful if inflight() > 0.
   uint64_t oldestIssueNs() const { return ring_[head_].issued_ns; }
@@ -53,8 +55,6 @@ class LoadConnection {
   void setDirty(bool dirty) { dirty_ = dirty; }
 
  private:
-  enum class State : uint8_t { Down, Connecting, Connected };
-
   struct Pending {
     uint64_t start_ns;   // latency origin: scheduled time (open loop) or issue time
     uint64_t issued_ns;  // when it was written, for --timeout
@@ -69,24 +69,20 @@ class LoadConnection {
 
   void finishConnect();
   void readReplies();
-  // Frames and accounts every whole reply buffered; false if the stream is out of step.
-  bool consumeReplies(uint64_t now_ns, uint32_t* ended);
+  // Accounts one whole reply to the oldest request in flight (counting in *ended the requests it
+  // ends); false if it is not a reply to that request.
+  bool accountReply(const protocol::Reply& reply, std::string_view input, uint64_t now_ns,
+                    uint32_t* ended);
   void push(uint64_t start_ns, uint64_t now_ns, uint16_t key_count);
   void pop();
-  void closeSocket();
 
   LoadWorker& worker_;
   const uint32_t capacity_;
   const uint32_t keys_per_get_;
   uint32_t depth_;
-  State state_ = State::Down;
   bool dirty_ = false;
-  int fd_ = -1;
-  int connect_error_ = 0;  // an immediate connect() failure, reported from the loop
-  event* read_event_ = nullptr;
-  event* write_event_ = nullptr;
+  ClientSocket socket_;
   event* reconnect_event_ = nullptr;
-  evbuffer* out_ = nullptr;
 
   // Requests in flight, oldest first: a ring of capacity_ slots, and capacity_ * keys_per_get_
   // asked key indices (slot i's keys at i * keys_per_get_). Allocated once.
@@ -94,11 +90,6 @@ class LoadConnection {
   std::vector<uint32_t> keys_;
   uint32_t head_ = 0;
   uint32_t count_ = 0;
-
-  // Received bytes not yet consumed: [read_begin_, read_end_). Grows only for huge values.
-  std::vector<char> read_buffer_;
-  size_t read_begin_ = 0;
-  size_t read_end_ = 0;
 };
 
 }  // namespace mcring::bench

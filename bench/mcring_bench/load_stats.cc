@@ -1,4 +1,4 @@
-// Names of load errors, and summing counters.
+// Names of load errors, the error a reply counts as, and summing counters.
 #include "bench/mcring_bench/load_stats.h"
 
 namespace mcring::bench {
@@ -23,6 +23,17 @@ std::string_view loadErrorText(LoadError e) {
 #undef MCRING_X
   }
   return "?";
+}
+
+LoadError loadErrorOfReply(protocol::ReplyKind kind) {
+  switch (kind) {
+    case protocol::ReplyKind::ServerError:
+      return LoadError::ServerError;
+    case protocol::ReplyKind::ClientError:
+      return LoadError::ClientError;
+    default:
+      return LoadError::Error;
+  }
 }
 
 void LoadCounters::add(const LoadCounters& other) {

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "bench/mcring_bench/latency_histogram.h"
+#include "proxy/protocol/reply.h"
 
 namespace mcring::bench {
 
@@ -34,6 +35,8 @@ inline constexpr size_t kLoadErrorCount = 0
 
 std::string_view loadErrorName(LoadError e);
 std::string_view loadErrorText(LoadError e);
+// What an error reply (reply.isError()) counts as.
+LoadError loadErrorOfReply(protocol::ReplyKind kind);
 
 // Counts of one stretch of a run, written by one worker thread; the controller sums them.
 // Every request sent ends exactly once, as a reply or as one error, so over a whole run

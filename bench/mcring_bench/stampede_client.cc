@@ -5,9 +5,7 @@
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,29 +14,20 @@
 #include <cstring>
 #include <string_view>
 
+#include "bench/mcring_bench/client_socket.h"
 #include "bench/mcring_bench/clock.h"
 #include "proxy/protocol/reply_parser.h"
 
 namespace mcring::bench {
 namespace {
 
-using protocol::ParseStatus;
 using protocol::Reply;
 using protocol::ReplyKind;
 
 constexpr timeval kHousekeepingPeriod = {0, 10 * 1000};
-constexpr size_t kReadChunk = 64 * 1024;
-
-LoadError errorOf(ReplyKind kind) {
-  switch (kind) {
-    case ReplyKind::ServerError:
-      return LoadError::ServerError;
-    case ReplyKind::ClientError:
-      return LoadError::ClientError;
-    default:
-      return LoadError::Error;
-  }
-}
+// Reads of 64 KiB at least; no max, as a reply holds at most one value of --value-size.
+constexpr ClientSocket::ReadSizes kReadSizes = {
+    .initial = 2 * 64 * 1024, .min_room = 64 * 1024, .max = ClientSocket::kNoMax};
 
 }  // namespace
 
@@ -48,13 +37,7 @@ LoadError errorOf(ReplyKind kind) {
 class CacheAsideClient::Connection {
  public:
   Connection(CacheAsideClient& client, uint32_t capacity)
-      : client_(client), ring_(capacity), read_buffer_(2 * kReadChunk) {
-    out_ = evbuffer_new();
-  }
-  ~Connection() {
-    closeSocket();
-    evbuffer_free(out_);
-  }
+      : client_(client), socket_(kReadSizes), ring_(capacity) {}
 
   uint32_t inflight() const { return count_; }
   uint32_t capacity() const { return static_cast<uint32_t>(ring_.size()); }
@@ -62,7 +45,7 @@ class CacheAsideClient::Connection {
   bool dirty = false;
 
   void issue(uint32_t key, bool set, uint64_t now_ns) {
-    if (state_ == State::Down) {
+    if (socket_.state() == ClientSocket::State::Down) {
       connect();
     }
     char line[64];
@@ -73,14 +56,14 @@ class CacheAsideClient::Connection {
       length = 4 + keys.format(key, line + 4);
       length += static_cast<size_t>(std::snprintf(line + length, sizeof(line) - length,
                                                   " 0 0 %u\r\n", client_.options_.value_size));
-      evbuffer_add(out_, line, length);
-      evbuffer_add(out_, client_.value_.data(), client_.value_.size());
+      evbuffer_add(socket_.out(), line, length);
+      evbuffer_add(socket_.out(), client_.value_.data(), client_.value_.size());
     } else {
       std::memcpy(line, "get ", 4);
       length = 4 + keys.format(key, line + 4);
       line[length++] = '\r';
       line[length++] = '\n';
-      evbuffer_add(out_, line, length);
+      evbuffer_add(socket_.out(), line, length);
     }
     Pending& p = ring_[(head_ + count_) % ring_.size()];
     p = Pending{now_ns, key, set, false};
@@ -89,16 +72,8 @@ class CacheAsideClient::Connection {
   }
 
   void flush() {
-    if (state_ != State::Connected || evbuffer_get_length(out_) == 0) {
-      return;
-    }
-    const int written = evbuffer_write(out_, fd_);
-    if (written < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+    if (!socket_.write()) {
       fail(LoadError::ConnectionReset, monotonicNs());
-      return;
-    }
-    if (evbuffer_get_length(out_) > 0) {
-      event_add(write_event_, nullptr);
     }
   }
 
@@ -108,12 +83,11 @@ class CacheAsideClient::Connection {
       client_.countError(why, !ring_[head_].set, now_ns);
       pop();
     }
-    closeSocket();
+    socket_.close();
     client_.afterChange(now_ns);
   }
 
  private:
-  enum class State : uint8_t { Down, Connecting, Connected };
   struct Pending {
     uint64_t issued_ns;
     uint32_t key;
@@ -127,70 +101,25 @@ class CacheAsideClient::Connection {
   }
 
   void connect() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    connect_error_ = 0;
-    if (fd_ < 0) {
-      connect_error_ = errno;
-    } else {
-      const int one = 1;
-      setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      sockaddr_in address{};
-      address.sin_family = AF_INET;
-      address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      address.sin_port = htons(client_.options_.port);
-      if (::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 &&
-          errno != EINPROGRESS) {
-        connect_error_ = errno;
-      }
-    }
-    state_ = State::Connecting;
-    write_event_ = event_new(client_.base_, fd_, EV_WRITE, &Connection::onWritable, this);
-    read_event_ =
-        event_new(client_.base_, fd_, EV_READ | EV_PERSIST, &Connection::onReadable, this);
-    if (connect_error_ != 0 || fd_ < 0) {
-      event_active(write_event_, EV_WRITE, 0);  // report from the loop, after the issue
-    } else {
-      event_add(write_event_, nullptr);
-    }
-  }
-
-  void closeSocket() {
-    if (write_event_ != nullptr) {
-      event_free(write_event_);
-      write_event_ = nullptr;
-    }
-    if (read_event_ != nullptr) {
-      event_free(read_event_);
-      read_event_ = nullptr;
-    }
-    if (fd_ >= 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-    evbuffer_drain(out_, evbuffer_get_length(out_));
-    read_begin_ = read_end_ = 0;
-    state_ = State::Down;
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    address.sin_port = htons(client_.options_.port);
+    socket_.connect(client_.base_, reinterpret_cast<const sockaddr*>(&address), sizeof(address),
+                    &Connection::onWritable, &Connection::onReadable, this);
   }
 
   static void onWritable(int, short, void* arg) {
     auto* self = static_cast<Connection*>(arg);
-    if (self->state_ == State::Connecting) {
-      int error = self->connect_error_;
-      if (error == 0) {
-        socklen_t length = sizeof(error);
-        if (getsockopt(self->fd_, SOL_SOCKET, SO_ERROR, &error, &length) != 0) {
-          error = errno;
-        }
-      }
+    if (self->socket_.state() == ClientSocket::State::Connecting) {
+      const int error = self->socket_.finishConnect();
       if (error != 0) {
         self->fail(error == ECONNREFUSED ? LoadError::ConnectRefused : LoadError::ConnectFailed,
                    monotonicNs());
       } else {
-        self->state_ = State::Connected;
-        event_add(self->read_event_, nullptr);
         self->flush();
       }
-    } else if (self->state_ == State::Connected) {
+    } else if (self->socket_.state() == ClientSocket::State::Connected) {
       self->flush();
     }
     self->client_.flushDirty();
@@ -203,29 +132,20 @@ class CacheAsideClient::Connection {
   }
 
   void readReplies() {
-    if (read_begin_ == read_end_) {
-      read_begin_ = read_end_ = 0;
-    } else if (read_buffer_.size() - read_end_ < kReadChunk) {
-      std::memmove(read_buffer_.data(), read_buffer_.data() + read_begin_, read_end_ - read_begin_);
-      read_end_ -= read_begin_;
-      read_begin_ = 0;
-      if (read_buffer_.size() - read_end_ < kReadChunk) {
-        read_buffer_.resize(read_buffer_.size() * 2);
-      }
-    }
-    const ssize_t received =
-        ::recv(fd_, read_buffer_.data() + read_end_, read_buffer_.size() - read_end_, 0);
+    const ClientSocket::ReadResult result = socket_.read();
     const uint64_t now = monotonicNs();
-    if (received < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+    if (result == ClientSocket::ReadResult::WouldBlock) {
       return;
     }
-    if (received <= 0) {
-      fail(LoadError::ConnectionReset, now);
+    if (result != ClientSocket::ReadResult::Received) {
+      fail(LoadError::ConnectionReset, now);  // never TooLarge: the buffer has no max
       return;
     }
-    read_end_ += static_cast<size_t>(received);
     refills_.clear();
-    if (!consume(now)) {
+    const bool in_step = socket_.frameReplies(
+        parser_, [this] { return count_ > 0; },
+        [&](const Reply& reply, std::string_view input) { return account(reply, input, now); });
+    if (!in_step) {
       fail(LoadError::ProtocolDesync, now);  // replies already accounted stay so
     }
     for (uint32_t key : refills_) {
@@ -234,77 +154,52 @@ class CacheAsideClient::Connection {
     client_.afterChange(now);
   }
 
-  // Accounts every whole reply buffered; false if the stream is out of step.
-  bool consume(uint64_t now_ns) {
-    const KeySpace& keys = client_.keys_;
-    Reply reply;
-    while (read_begin_ < read_end_) {
-      if (count_ == 0) {
-        return false;
-      }
-      const std::string_view input(read_buffer_.data() + read_begin_, read_end_ - read_begin_);
-      uint64_t consumed = 0;
-      const ParseStatus status = protocol::frameReply(parser_, input, reply, &consumed);
-      if (status == ParseStatus::Incomplete) {
-        return true;
-      }
-      if (status == ParseStatus::Invalid) {
-        return false;
-      }
-      Pending& p = ring_[head_];
-      if (reply.isError()) {
-        client_.countError(errorOf(reply.kind), !p.set, now_ns);
-        pop();
-      } else if (!p.set) {
-        if (reply.kind == ReplyKind::Value) {
-          const auto index = keys.parse(reply.key.in(input));
-          if (!index || *index != p.key || p.hit) {
-            return false;
-          }
-          p.hit = true;
-        } else if (reply.kind == ReplyKind::End) {
-          StampedeSlot& slot = client_.slotAt(now_ns);
-          ++slot.gets;
-          ++slot.ops;
-          if (p.hit) {
-            ++slot.hits;
-          } else if (client_.options_.refill) {
-            refills_.push_back(p.key);
-          }
-          pop();
-        } else {
+  // Accounts one whole reply to the oldest request in flight; false if it is not a reply to it.
+  bool account(const Reply& reply, std::string_view input, uint64_t now_ns) {
+    Pending& p = ring_[head_];
+    if (reply.isError()) {
+      client_.countError(loadErrorOfReply(reply.kind), !p.set, now_ns);
+      pop();
+    } else if (!p.set) {
+      if (reply.kind == ReplyKind::Value) {
+        const auto index = client_.keys_.parse(reply.key.in(input));
+        if (!index || *index != p.key || p.hit) {
           return false;
         }
-      } else {
-        if (reply.kind != ReplyKind::Stored && reply.kind != ReplyKind::NotStored) {
-          return false;
-        }
+        p.hit = true;
+      } else if (reply.kind == ReplyKind::End) {
         StampedeSlot& slot = client_.slotAt(now_ns);
+        ++slot.gets;
         ++slot.ops;
-        if (reply.kind == ReplyKind::Stored) {
-          ++slot.refills;
+        if (p.hit) {
+          ++slot.hits;
+        } else if (client_.options_.refill) {
+          refills_.push_back(p.key);
         }
         pop();
+      } else {
+        return false;
       }
-      read_begin_ += consumed;
+    } else {
+      if (reply.kind != ReplyKind::Stored && reply.kind != ReplyKind::NotStored) {
+        return false;
+      }
+      StampedeSlot& slot = client_.slotAt(now_ns);
+      ++slot.ops;
+      if (reply.kind == ReplyKind::Stored) {
+        ++slot.refills;
+      }
+      pop();
     }
     return true;
   }
 
   CacheAsideClient& client_;
   protocol::ReplyParser parser_;
-  State state_ = State::Down;
-  int fd_ = -1;
-  int connect_error_ = 0;
-  event* read_event_ = nullptr;
-  event* write_event_ = nullptr;
-  evbuffer* out_ = nullptr;
+  ClientSocket socket_;
   std::vector<Pending> ring_;
   uint32_t head_ = 0;
   uint32_t count_ = 0;
-  std::vector<char> read_buffer_;
-  size_t read_begin_ = 0;
-  size_t read_end_ = 0;
   std::vector<uint32_t> refills_;
 };
 
