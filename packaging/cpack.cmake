@@ -44,13 +44,40 @@ else()
                   "have no mcring(8) man page")
 endif()
 
+# Debian changelog (policy 12.7; lintian's no-changelog): one entry for the version built, dated
+# by the last commit when configured in a git checkout (the package does not change with the
+# time of the build), else by the time of configuring.
+set(MCRING_CHANGELOG_DATE "")
+find_package(Git QUIET)
+if(GIT_FOUND AND EXISTS ${PROJECT_SOURCE_DIR}/.git)
+  execute_process(COMMAND ${GIT_EXECUTABLE} log -1 --format=%aD
+                  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}
+                  OUTPUT_VARIABLE MCRING_CHANGELOG_DATE OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+endif()
+if(NOT MCRING_CHANGELOG_DATE)
+  string(TIMESTAMP MCRING_CHANGELOG_DATE "%a, %d %b %Y %H:%M:%S +0000" UTC)
+endif()
+set(MCRING_DEB_VERSION "${PROJECT_VERSION}-1")  # CPACK_DEBIAN_PACKAGE_RELEASE below
+set(MCRING_PACKAGE_CONTACT "mcring maintainers <mcring@localhost>"
+    CACHE STRING "Maintainer field of the .deb (Name <email>)")
+if(MCRING_GZIP)
+  set(_changelog ${PROJECT_BINARY_DIR}/packaging/changelog.Debian)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/debian/changelog.in ${_changelog} @ONLY)
+  add_custom_command(
+    OUTPUT ${_changelog}.gz
+    COMMAND ${MCRING_GZIP} -9 -n -k -f ${_changelog}
+    DEPENDS ${_changelog}
+    COMMENT "Generating changelog.Debian.gz"
+    VERBATIM)
+  add_custom_target(mcring-changelog ALL DEPENDS ${_changelog}.gz)
+  install(FILES ${_changelog}.gz DESTINATION share/doc/mcring COMPONENT system)
+endif()
+
 # --- the .deb ------------------------------------------------------------------------------------
 set(CPACK_GENERATOR "DEB")
 set(CPACK_PACKAGE_NAME "mcring")
 set(CPACK_PACKAGE_VENDOR "mcring")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
-set(MCRING_PACKAGE_CONTACT "mcring maintainers <mcring@localhost>"
-    CACHE STRING "Maintainer field of the .deb (Name <email>)")
 set(CPACK_PACKAGE_CONTACT "${MCRING_PACKAGE_CONTACT}")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "memcached-compatible consistent-hashing proxy")
 # The extended description: lines under 80 columns (lintian).
@@ -63,7 +90,7 @@ changes, and serves /healthz and Prometheus /metrics on an admin HTTP port.")
 set(CPACK_PACKAGING_INSTALL_PREFIX "/usr")
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # mcring_VERSION-RELEASE_ARCH.deb
-set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
+set(CPACK_DEBIAN_PACKAGE_RELEASE 1)  # also in MCRING_DEB_VERSION above
 set(CPACK_DEBIAN_PACKAGE_SECTION "net")
 set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
 # Shared-library dependencies from dpkg-shlibdeps (dpkg-dev); the maintainer scripts need

@@ -141,6 +141,12 @@ fi
 gzip -t /usr/share/man/man8/mcring.8.gz || fail "mcring.8.gz is not valid gzip"
 zcat /usr/share/man/man8/mcring.8.gz | grep -q '^\.TH MCRING 8' || fail "mcring.8 has no .TH header"
 
+changelog=/usr/share/doc/mcring/changelog.Debian.gz
+gzip -t "$changelog" || fail "$changelog missing or not valid gzip"
+zcat "$changelog" | head -n1 | grep -qF "mcring ($version) " ||
+  fail "$changelog does not start with an entry for $version"
+echo "ok: $changelog"
+
 step "mcring --version"
 out=$(/usr/bin/mcring --version 2>&1) || { echo "$out" >&2; fail "mcring --version failed"; }
 echo "$out"
