@@ -414,8 +414,9 @@ const std::array kPoolKeys = {
         .meaning = "A client connection that sends no request for this many ms while it has "
                    "no request in flight and no reply unwritten is closed (as memcached's "
                    "`-o idle_timeout`). A partial request line counts as idle, so a slowloris "
-                   "client is closed too. Checked every quarter of the timeout (10 ms to 1 s), "
-                   "so a connection goes up to that much later. 0 keeps idle clients forever.",
+                   "client is closed too. Checked every eighth of the timeout (10 ms to 1 s), "
+                   "so a connection goes up to two checks after its timeout. 0 keeps idle "
+                   "clients forever.",
         .apply = [](ValueReader& v, PoolConfig& p) {
           setNumber(v, p.client_idle_timeout_ms, 0, kIntMax);
         },
