@@ -23,25 +23,35 @@ install(FILES ${PROJECT_SOURCE_DIR}/docs/configuration.md DESTINATION share/doc/
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/config/examples/ DESTINATION share/doc/mcring/examples
         COMPONENT system FILES_MATCHING PATTERN "*.yml")
 
-# Man page: packaging/mcring.8.md -> mcring.8 (go-md2man, from packaging/deps.sh build) -> gzip -9n.
+# Man pages: packaging/NAME.SECTION.md -> NAME.SECTION (go-md2man, from packaging/deps.sh build)
+# -> gzip -9n: mcring(8) always, mcring-bench(1) when it is built.
 find_program(MCRING_GO_MD2MAN go-md2man)
 find_program(MCRING_GZIP gzip)
+set(_man_pages mcring.8)
+if(TARGET mcring-bench)
+  list(APPEND _man_pages mcring-bench.1)
+endif()
 if(MCRING_GO_MD2MAN AND MCRING_GZIP)
-  set(_man_md ${PROJECT_BINARY_DIR}/packaging/mcring.8.md)
-  set(_man ${PROJECT_BINARY_DIR}/packaging/mcring.8)
-  configure_file(${CMAKE_CURRENT_LIST_DIR}/mcring.8.md ${_man_md} @ONLY)
-  add_custom_command(
-    OUTPUT ${_man}.gz
-    COMMAND ${MCRING_GO_MD2MAN} -in ${_man_md} -out ${_man}
-    COMMAND ${MCRING_GZIP} -9 -n -f ${_man}
-    DEPENDS ${_man_md} ${CMAKE_CURRENT_LIST_DIR}/mcring.8.md
-    COMMENT "Generating man page mcring.8.gz"
-    VERBATIM)
-  add_custom_target(mcring-manpage ALL DEPENDS ${_man}.gz)
-  install(FILES ${_man}.gz DESTINATION share/man/man8 COMPONENT system)
+  set(_man_outputs "")
+  foreach(_page ${_man_pages})
+    string(REGEX MATCH "[0-9]$" _section ${_page})
+    set(_man_md ${PROJECT_BINARY_DIR}/packaging/${_page}.md)
+    set(_man ${PROJECT_BINARY_DIR}/packaging/${_page})
+    configure_file(${CMAKE_CURRENT_LIST_DIR}/${_page}.md ${_man_md} @ONLY)
+    add_custom_command(
+      OUTPUT ${_man}.gz
+      COMMAND ${MCRING_GO_MD2MAN} -in ${_man_md} -out ${_man}
+      COMMAND ${MCRING_GZIP} -9 -n -f ${_man}
+      DEPENDS ${_man_md} ${CMAKE_CURRENT_LIST_DIR}/${_page}.md
+      COMMENT "Generating man page ${_page}.gz"
+      VERBATIM)
+    list(APPEND _man_outputs ${_man}.gz)
+    install(FILES ${_man}.gz DESTINATION share/man/man${_section} COMPONENT system)
+  endforeach()
+  add_custom_target(mcring-manpage ALL DEPENDS ${_man_outputs})
 else()
   message(WARNING "go-md2man not found (packaging/deps.sh build installs it): the package will "
-                  "have no mcring(8) man page")
+                  "have no man pages")
 endif()
 
 # Debian changelog (policy 12.7; lintian's no-changelog): one entry for the version built, dated

@@ -135,6 +135,9 @@ done
 if grep -q '\./usr/bin/mcring-bench$' <<<"$contents"; then
   [ -x /usr/bin/mcring-bench ] || fail "/usr/bin/mcring-bench in the package but not installed"
   echo "ok: /usr/bin/mcring-bench"
+  zcat /usr/share/man/man1/mcring-bench.1.gz | grep -q '^\.TH MCRING-BENCH 1' ||
+    fail "mcring-bench.1.gz missing or without a .TH header"
+  echo "ok: /usr/share/man/man1/mcring-bench.1.gz"
 else
   echo "note: package has no mcring-bench (target not built)"
 fi
