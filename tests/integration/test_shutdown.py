@@ -150,7 +150,9 @@ class ShutdownTest(IntegrationCase):
         finally:
             self.slow.resume()
         self.assert_exit_0(rc)
-        self.assertLess(dt, 1.0, "second SIGTERM took %.2f s" % dt)
+        # Hang detection, not a timing target: without the second signal it waits for the
+        # in-flight requests (timeout 5 s).
+        self.assertLess(dt, 2.5, "second SIGTERM took %.2f s" % dt)
         for c, _ks in clients:
             _data, closed = c.wait_closed(5)
             self.assertTrue(closed)
