@@ -17,6 +17,7 @@
 
 #include "bench/mcring_bench/clock.h"
 #include "bench/mcring_bench/stampede_processes.h"
+#include "proxy/protocol/reply_parser.h"
 
 namespace mcring::bench {
 namespace {
@@ -312,6 +313,7 @@ bool heldKeys(uint16_t port, const KeySpace& keys, const std::vector<uint64_t>& 
   std::vector<char> key(keys.keyLength());
   std::string request;
   std::string line;
+  const protocol::ReplyParser parser;
   for (size_t first = 0; first < candidates.size(); first += kKeysPerGet) {
     request.assign("get");
     for (size_t i = first; i < std::min(candidates.size(), first + kKeysPerGet); ++i) {
@@ -326,26 +328,21 @@ bool heldKeys(uint16_t port, const KeySpace& keys, const std::vector<uint64_t>& 
       if (!client.readLine(&line, kReplyTimeoutMs, error)) {
         return false;
       }
-      if (line == "END") {
+      // The proxy's own reply parser reads the line (readLine took its "\r\n" off).
+      line.append("\r\n");
+      protocol::Reply reply;
+      const bool parsed = parser.parse(line, reply) == protocol::ParseStatus::Ok;
+      if (parsed && reply.kind == protocol::ReplyKind::End) {
         break;
       }
-      // VALUE <key> <flags> <bytes>
-      const size_t key_end = line.find(' ', 6);
-      const size_t bytes_at = line.rfind(' ');
-      const auto index = line.rfind("VALUE ", 0) == 0 && key_end != std::string::npos
-                             ? keys.parse(std::string_view(line).substr(6, key_end - 6))
+      const auto index = parsed && reply.kind == protocol::ReplyKind::Value
+                             ? keys.parse(reply.key.in(line))
                              : std::nullopt;
       if (!index) {
         *error = "unexpected reply to get: " + line;
         return false;
       }
-      uint64_t bytes = 0;
-      const char* digits = line.data() + bytes_at + 1;
-      if (std::from_chars(digits, line.data() + line.size(), bytes).ec != std::errc() ||
-          !client.skipBytes(bytes + 2, kReplyTimeoutMs, error)) {
-        if (error->empty()) {
-          *error = "unexpected reply to get: " + line;
-        }
+      if (!client.skipBytes(reply.data_length, kReplyTimeoutMs, error)) {
         return false;
       }
       held->push_back(*index);

@@ -2,8 +2,8 @@
 #include "proxy/core/backend_connection.h"
 
 #include <cstring>
-#include <ctime>
 
+#include "proxy/common/clock.h"
 #include "proxy/common/log.h"
 #include "proxy/core/backend_server.h"
 #include "proxy/core/client_session.h"
@@ -17,11 +17,7 @@ using protocol::ReplyKind;
 
 namespace {
 
-uint64_t monotonicMicros() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000ULL + static_cast<uint64_t>(ts.tv_nsec) / 1000;
-}
+uint64_t monotonicMicros() { return common::monotonicNs() / 1000; }
 
 }  // namespace
 

@@ -3,20 +3,14 @@
 
 #include <algorithm>
 #include <cstring>
-#include <ctime>
 
+#include "proxy/common/clock.h"
 #include "proxy/common/log.h"
 #include "proxy/core/pool_runtime.h"
 #include "proxy/core/worker.h"
 
 namespace mcring::core {
 namespace {
-
-uint64_t nowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // Reconnect backoff: 50 ms doubling to 1 s. Short, because until ejection (auto_eject_hosts)
 // the server keeps its keys and every retry is a chance to serve them again.
@@ -68,7 +62,7 @@ void BackendServer::countFailure(BackendFailure why, uint64_t n) {
 BackendConnection* BackendServer::connectionFor(uint64_t session_id) {
   BackendConnection* c = connections_[session_id % connections_.size()].get();
   if (c->state() == BackendConnection::State::Closed) {
-    if (retry_at_ns_ != 0 && nowNs() < retry_at_ns_) {
+    if (retry_at_ns_ != 0 && common::coarseMonotonicNs() < retry_at_ns_) {
       return nullptr;
     }
     if (!c->ensureConnected()) {
@@ -96,11 +90,11 @@ void BackendServer::onFailure(BackendFailure why) {
     worker_.reportServerDown(pool_->name, identity_);
   }
   backoff_ms_ = backoff_ms_ == 0 ? kBackoffMinMs : std::min(backoff_ms_ * 2, kBackoffMaxMs);
-  retry_at_ns_ = nowNs() + static_cast<uint64_t>(backoff_ms_) * 1000000ULL;
+  retry_at_ns_ = common::coarseMonotonicNs() + static_cast<uint64_t>(backoff_ms_) * 1000000ULL;
 }
 
 void BackendServer::logFailure(BackendFailure why, int error) {
-  uint64_t now = nowNs();
+  uint64_t now = common::coarseMonotonicNs();
   if (last_log_ns_ != 0 && now - last_log_ns_ < 1000000000ULL) {
     ++suppressed_logs_;
     return;

@@ -712,7 +712,7 @@ bool ClientSession::closeIfIdle(uint64_t now_ms) {
   }
   stats::bump(worker_.counters().client_idle_closed);
   MCRING_LOG(Info, "client %llu: closed after %u ms idle (client_idle_timeout)",
-                   static_cast<unsigned long long>(id_), timeout_ms);
+             static_cast<unsigned long long>(id_), timeout_ms);
   close();
   return true;
 }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "proxy/common/clock.h"
 #include "proxy/common/log.h"
 
 namespace mcring::core {
@@ -45,9 +46,7 @@ MembershipMonitor::MembershipMonitor(net::EventLoop& loop,
 }
 
 int64_t MembershipMonitor::nowSecond() const {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec);
+  return static_cast<int64_t>(common::monotonicNs() / 1000000000ULL);
 }
 
 void MembershipMonitor::sampleSecond() {

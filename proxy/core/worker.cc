@@ -2,11 +2,11 @@
 #include "proxy/core/worker.h"
 
 #include <malloc.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 
+#include "proxy/common/clock.h"
 #include "proxy/common/log.h"
 #include "proxy/core/client_session.h"
 #include "proxy/core/stats_reporter.h"
@@ -247,10 +247,7 @@ void Worker::scheduleIdleSweep() {
 }
 
 void Worker::sweepIdleClients() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  const uint64_t now_ms =
-      static_cast<uint64_t>(ts.tv_sec) * 1000 + static_cast<uint64_t>(ts.tv_nsec) / 1000000;
+  const uint64_t now_ms = common::coarseMonotonicNs() / 1000000;
   // closeIfIdle retires the session (it leaves sessions_): walk a copy.
   for (ClientSession* s : std::vector<ClientSession*>(sessions_.begin(), sessions_.end())) {
     s->closeIfIdle(now_ms);

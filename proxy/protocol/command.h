@@ -1,6 +1,7 @@
 // The memcached text-protocol commands mcring understands, and how each one is proxied.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -56,43 +57,25 @@ enum class Command : uint8_t {
 #undef MCRING_X
 };
 
-inline constexpr int kCommandCount = 0
-#define MCRING_X(id, name, cls, effect) +1
+// Everything the table says about one command, indexed by Command.
+struct CommandInfo {
+  std::string_view name;
+  CommandClass cls;
+  CommandEffect effect;
+};
+
+inline constexpr CommandInfo kCommandInfo[] = {
+#define MCRING_X(id, name, cls, effect) {name, CommandClass::cls, CommandEffect::effect},
     MCRING_COMMANDS(MCRING_X)
 #undef MCRING_X
-    ;
+};
 
 constexpr std::string_view commandName(Command c) {
-  switch (c) {
-#define MCRING_X(id, name, cls, effect) \
-  case Command::id:             \
-    return name;
-    MCRING_COMMANDS(MCRING_X)
-#undef MCRING_X
-  }
-  return "?";
+  return kCommandInfo[static_cast<size_t>(c)].name;
 }
-
-constexpr CommandClass commandClass(Command c) {
-  switch (c) {
-#define MCRING_X(id, name, cls, effect) \
-  case Command::id:             \
-    return CommandClass::cls;
-    MCRING_COMMANDS(MCRING_X)
-#undef MCRING_X
-  }
-  return CommandClass::Local;
-}
-
+constexpr CommandClass commandClass(Command c) { return kCommandInfo[static_cast<size_t>(c)].cls; }
 constexpr CommandEffect commandEffect(Command c) {
-  switch (c) {
-#define MCRING_X(id, name, cls, effect) \
-  case Command::id:                     \
-    return CommandEffect::effect;
-    MCRING_COMMANDS(MCRING_X)
-#undef MCRING_X
-  }
-  return CommandEffect::Other;
+  return kCommandInfo[static_cast<size_t>(c)].effect;
 }
 
 }  // namespace mcring::protocol
