@@ -1,38 +1,40 @@
 // A byte queue (libevent's evbuffer) with the few operations the proxy needs: find a line,
-// view a prefix contiguously, and move bytes between queues without copying whole chains.
+// view a prefix contiguously, and move bytes between queues without copying whole chains. It is a
+// protocol::ByteSource, so the framers read sockets' buffers in place.
 #pragma once
 
 #include <cstddef>
 #include <string_view>
 
+#include "proxy/protocol/byte_source.h"
+
 struct evbuffer;
 
 namespace mcring::net {
 
-class Buffer {
+class Buffer final : public protocol::ByteSource {
  public:
   Buffer();                             // owns a new evbuffer
   explicit Buffer(evbuffer* borrowed);  // wraps one owned elsewhere (a bufferevent's)
-  ~Buffer();
+  ~Buffer() override;
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   Buffer(Buffer&& other) noexcept;
   Buffer& operator=(Buffer&& other) noexcept;
 
-  size_t size() const;
+  size_t size() const override;
   bool empty() const { return size() == 0; }
 
   // Offset of the first '\n' at or after `from`, searching no further than `limit` bytes from
   // the front; npos if none.
-  static constexpr size_t npos = static_cast<size_t>(-1);
-  size_t findNewline(size_t from, size_t limit) const;
+  size_t findNewline(size_t from, size_t limit) const override;
 
   // The first n bytes as one contiguous view (rearranges the chain only if they span chunks).
   // Valid until the buffer is next modified.
-  std::string_view contiguous(size_t n);
+  std::string_view contiguous(size_t n) override;
 
   // Copies the byte at `pos` (pos < size()).
-  char byteAt(size_t pos) const;
+  char byteAt(size_t pos) const override;
 
   void drain(size_t n);
   // Moves the first n bytes to the end of dst. A chunk that holds at least kMoveMin bytes of

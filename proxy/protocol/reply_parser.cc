@@ -1,6 +1,8 @@
 // Frames backend replies: one reply line, plus the data block of VALUE and VA, at a time.
 #include "proxy/protocol/reply_parser.h"
 
+#include "proxy/protocol/reply_framer.h"
+
 #include <cstring>
 #include <limits>
 
@@ -177,22 +179,20 @@ ParseStatus ReplyParser::parse(std::string_view input, Reply& reply) const {
 
 ParseStatus frameReply(const ReplyParser& parser, std::string_view input, Reply& reply,
                        uint64_t* consumed) {
-  *consumed = 0;
-  const ParseStatus status = parser.parse(input, reply);
-  if (status != ParseStatus::Ok) {
-    return status;
-  }
-  const uint64_t total = reply.totalLength();
-  if (reply.data_length > 0) {
-    if (input.size() < total) {
-      return ParseStatus::Incomplete;
-    }
-    if (!dataBlockTerminatorOk(input[total - 2], input[total - 1])) {
+  (void)parser;  // the framer has its own (stateless) parser
+  StringSource source(input);
+  ReplyFramer framer;
+  const ReplyFrame frame = framer.next(source, reply);
+  *consumed = frame.kind == ReplyFrameKind::Unit ? frame.length : 0;
+  switch (frame.kind) {
+    case ReplyFrameKind::Unit:
+      return ParseStatus::Ok;
+    case ReplyFrameKind::Invalid:
       return ParseStatus::Invalid;
-    }
+    case ReplyFrameKind::NeedMore:
+      break;
   }
-  *consumed = total;
-  return ParseStatus::Ok;
+  return ParseStatus::Incomplete;
 }
 
 }  // namespace mcring::protocol

@@ -5,15 +5,19 @@
 // deliberately differs it says so here:
 //  - keys with bytes < 0x21 or 0x7f are rejected (memcached would store "a\tb" or "a\r");
 //  - line length limits do not depend on how the bytes arrived (memcached closes only when a read
-//    leaves more than 2048 bytes without "\n", and accepts longer lines that arrive at once), and
-//    gat/gats may be as long as get/gets;
+//    leaves more than 2048 bytes without "\n", and accepts longer lines that arrive at once);
+//    only get/gets lines may be longer than max_line, as only they may in memcached;
 //  - meta base64 keys must be canonical base64 (memcached skips stray characters and stops at the
 //    first padded block);
 //  - "gat <exptime>" with no key is memcached's "END", reported as GatWithoutKeys.
 #include "proxy/protocol/request_parser.h"
 
+#include "proxy/protocol/byte_source.h"
+#include "proxy/protocol/request_framer.h"
+
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <cstring>
@@ -205,8 +209,8 @@ bool lookupCommand(std::string_view name, Command* out) {
   return false;
 }
 
-// Does the line begin (after at most 100 spaces, like memcached) with a retrieval command that may
-// exceed max_line? 1 yes, 0 no, -1 not enough bytes to tell yet.
+// Does the line begin (after at most 100 spaces, like memcached) with a command whose line may
+// exceed max_line (get or gets)? 1 yes, 0 no, -1 not enough bytes to tell yet.
 int startsRetrievalLine(std::string_view input) {
   size_t i = 0;
   while (i < input.size() && i <= kMaxLeadingSpaces && input[i] == ' ') {
@@ -220,7 +224,7 @@ int startsRetrievalLine(std::string_view input) {
   }
   const std::string_view rest = input.substr(i);
   bool undecided = false;
-  for (const std::string_view prefix : {"get ", "gets ", "gat ", "gats "}) {
+  for (const std::string_view prefix : {"get ", "gets "}) {
     if (rest.size() >= prefix.size()) {
       if (rest.substr(0, prefix.size()) == prefix) {
         return 1;
@@ -618,6 +622,24 @@ ParseStatus lineTooLong(Request& req) {
 
 }  // namespace
 
+ParseStatus RequestParser::parseUnterminated(std::string_view head, uint64_t buffered,
+                                             Request& req) const {
+  resetRequest(req);
+  const size_t limit = limits_.max_line;
+  if (buffered <= limit) {
+    return ParseStatus::Incomplete;
+  }
+  const size_t long_limit = std::max<size_t>(limits_.max_retrieval_line, limit);
+  const int retrieval = startsRetrievalLine(head);
+  if (retrieval < 0) {
+    return ParseStatus::Incomplete;
+  }
+  if (retrieval == 0 || buffered > long_limit) {
+    return lineTooLong(req);
+  }
+  return ParseStatus::Incomplete;
+}
+
 ParseStatus RequestParser::parse(std::string_view input, Request& req) const {
   resetRequest(req);
   // A line may have up to max_line bytes before its "\n" (memcached gives up when it holds more
@@ -662,37 +684,22 @@ ParseStatus RequestParser::parse(std::string_view input, Request& req) const {
 
 ParseStatus frameRequest(const RequestParser& parser, std::string_view input, Request& req,
                          uint64_t* consumed) {
+  StringSource source(input);
+  RequestFramer framer(parser);
+  const RequestFrame frame = framer.next(source, req);
+  switch (frame.kind) {
+    case RequestFrameKind::Request:
+      *consumed = frame.length;
+      return ParseStatus::Ok;
+    case RequestFrameKind::Rejected:
+      *consumed = frame.length + framer.discardPending();
+      return ParseStatus::Invalid;
+    case RequestFrameKind::NeedMore:
+    case RequestFrameKind::Discard:  // a new framer has nothing to discard
+      break;
+  }
   *consumed = 0;
-  const ParseStatus status = parser.parse(input, req);
-  if (status == ParseStatus::Incomplete) {
-    return status;
-  }
-  if (status == ParseStatus::Invalid) {
-    *consumed = req.line_length + req.swallow_length;
-    return status;
-  }
-  if (!req.has_data) {
-    *consumed = req.line_length;
-    return status;
-  }
-  const uint64_t total = req.line_length + req.value_length + 2;
-  if (input.size() < total) {
-    return ParseStatus::Incomplete;
-  }
-  *consumed = total;
-  if (!dataBlockTerminatorOk(input[total - 2], input[total - 1])) {
-    // memcached reads value + 2 bytes and then checks them; the reply obeys classic noreply but
-    // not meta q.
-    req.error = RequestError::BadDataChunk;
-    req.swallow_length = req.value_length + 2;
-    req.has_data = false;
-    if (req.command == Command::MetaSet) {
-      req.noreply = false;
-      req.noreply_token = Span{};
-    }
-    return ParseStatus::Invalid;
-  }
-  return ParseStatus::Ok;
+  return ParseStatus::Incomplete;
 }
 
 }  // namespace mcring::protocol

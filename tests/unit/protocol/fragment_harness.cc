@@ -1,6 +1,10 @@
 // Accumulate-and-reparse drivers for the protocol parsers, and text descriptions of their results.
 #include "fragment_harness.h"
 
+#include "proxy/protocol/byte_source.h"
+#include "proxy/protocol/reply_framer.h"
+#include "proxy/protocol/request_framer.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -139,84 +143,72 @@ std::vector<std::vector<size_t>> allFragmentations(size_t input_size) {
   return all;
 }
 
-namespace {
-
-// The shared loop: `step` frames one unit at the front of the buffer and returns whether to go
-// on, setting the bytes to drop (which may exceed what is buffered) or leaving them 0 to wait.
-template <typename Step>
-std::vector<std::string> feed(std::string_view input, const std::vector<size_t>& cuts, Step step) {
-  std::vector<std::string> out;
+// The proxy's way: one RequestFramer for the whole stream, over a buffer that grows as pieces
+// arrive and shrinks by what each frame says to forward or drop.
+std::vector<std::string> feedRequests(const RequestParser& parser, std::string_view input,
+                                      const std::vector<size_t>& cuts) {
+  Request req;
+  RequestFramer framer(parser);
   std::string buffer;
-  uint64_t discard = 0;
+  std::vector<std::string> out;
   size_t from = 0;
   bool stopped = false;
   for (const size_t to : cuts) {
     buffer.append(input.substr(from, to - from));
     from = to;
-    for (;;) {
-      if (discard > 0) {
-        const uint64_t drop = std::min<uint64_t>(discard, buffer.size());
-        buffer.erase(0, drop);
-        discard -= drop;
-        if (discard > 0) {
-          break;
-        }
-      }
-      if (stopped || buffer.empty()) {
+    while (!stopped) {
+      StringSource source(buffer);
+      const RequestFrame frame = framer.next(source, req);
+      if (frame.kind == RequestFrameKind::NeedMore) {
         break;
       }
-      uint64_t consumed = 0;
-      bool go_on = true;
-      if (!step(std::string_view(buffer), &consumed, &go_on, &out)) {
-        break;  // incomplete: wait for more bytes
+      if (frame.kind != RequestFrameKind::Discard) {
+        const bool ok = frame.kind == RequestFrameKind::Request;
+        const uint64_t consumed = frame.length + (ok ? 0 : framer.discardPending());
+        out.push_back(describeRequest(ok ? ParseStatus::Ok : ParseStatus::Invalid, req, buffer,
+                                      consumed));
+        stopped = !ok && req.close;
       }
-      if (!go_on) {
-        stopped = true;
-        break;
-      }
-      discard = consumed;
+      buffer.erase(0, frame.length);
     }
     if (stopped) {
       break;
     }
   }
   out.push_back("rest=" + std::to_string(stopped ? 0 : buffer.size()) +
-                " discard=" + std::to_string(discard));
+                " discard=" + std::to_string(framer.discardPending()));
   return out;
 }
 
-}  // namespace
-
-std::vector<std::string> feedRequests(const RequestParser& parser, std::string_view input,
-                                      const std::vector<size_t>& cuts) {
-  Request req;
-  return feed(
-      input, cuts,
-      [&](std::string_view buffer, uint64_t* consumed, bool* go_on, std::vector<std::string>* out) {
-        const ParseStatus status = frameRequest(parser, buffer, req, consumed);
-        if (status == ParseStatus::Incomplete) {
-          return false;
-        }
-        out->push_back(describeRequest(status, req, buffer, *consumed));
-        *go_on = !req.close;
-        return true;
-      });
-}
-
+// The backend connection's way: one ReplyFramer for the stream; a unit is dropped once framed.
 std::vector<std::string> feedReplies(std::string_view input, const std::vector<size_t>& cuts) {
-  const ReplyParser parser;
   Reply reply;
-  return feed(
-      input, cuts,
-      [&](std::string_view buffer, uint64_t* consumed, bool* go_on, std::vector<std::string>* out) {
-        const ParseStatus status = frameReply(parser, buffer, reply, consumed);
-        if (status == ParseStatus::Incomplete) {
-          return false;
-        }
-        out->push_back(describeReply(status, reply, buffer, *consumed));
-        *go_on = status == ParseStatus::Ok;
-        return true;
-      });
+  ReplyFramer framer;
+  std::string buffer;
+  std::vector<std::string> out;
+  size_t from = 0;
+  bool stopped = false;
+  for (const size_t to : cuts) {
+    buffer.append(input.substr(from, to - from));
+    from = to;
+    while (!stopped) {
+      StringSource source(buffer);
+      const ReplyFrame frame = framer.next(source, reply);
+      if (frame.kind == ReplyFrameKind::NeedMore) {
+        break;
+      }
+      const bool ok = frame.kind == ReplyFrameKind::Unit;
+      out.push_back(describeReply(ok ? ParseStatus::Ok : ParseStatus::Invalid, reply, buffer,
+                                  frame.length));
+      stopped = !ok;
+      buffer.erase(0, frame.length);
+    }
+    if (stopped) {
+      break;
+    }
+  }
+  out.push_back("rest=" + std::to_string(stopped ? 0 : buffer.size()) + " discard=0");
+  return out;
 }
 
 }  // namespace mcring::protocol::testing
