@@ -61,6 +61,10 @@ struct PoolConfig {
 
   // --- mcring's own keys ---
   uint64_t item_size_max = 1024 * 1024;  // largest value accepted from clients
+  // Memory budget (docs/design.md): reply and request bytes one client may have buffered in
+  // mcring, and all clients of the pool together (split evenly between worker threads).
+  uint64_t client_buffer_limit = 16 * 1024 * 1024;
+  uint64_t buffer_limit = 64 * 1024 * 1024;
   bool allow_flush_all = true;           // false: flush_all answers an error
   bool coalesce_gets = true;             // one get line per server per loop pass
   uint32_t max_multiget_keys = 100000;   // keys in one get/gets/gat/gats

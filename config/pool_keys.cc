@@ -384,6 +384,50 @@ const std::array kPoolKeys = {
         .show = [](const PoolConfig& p) { return showSize(p.item_size_max); },
     },
     PoolKey{
+        .name = "client_buffer_limit", .type = "size", .origin = KeyOrigin::Mcring,
+        .meaning = "Memory budget of one client connection: reply bytes mcring holds for it "
+                   "(written to its socket or waiting behind an earlier request) plus the "
+                   "request it is receiving. At half of it the client is no longer read; a reply "
+                   "that would pass it is answered `SERVER_ERROR out of memory writing get "
+                   "response` (memcached's error) if it is not yet being written, and a reply "
+                   "being written stops reading its backend until the client reads (a client "
+                   "that reads nothing for 1 s is then closed). From 64k to 1g.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("a size such as 16m");
+          if (!text) {
+            return;
+          }
+          std::string error;
+          if (auto n = parseSize(*text, uint64_t{64} << 10, uint64_t{1} << 30, &error)) {
+            p.client_buffer_limit = *n;
+          } else {
+            v.error(error);
+          }
+        },
+        .show = [](const PoolConfig& p) { return showSize(p.client_buffer_limit); },
+    },
+    PoolKey{
+        .name = "buffer_limit", .type = "size", .origin = KeyOrigin::Mcring,
+        .meaning = "Memory budget of all the pool's clients together, split evenly between "
+                   "worker threads: held reply bytes count against it, and requests larger than "
+                   "32 KiB being received may use a quarter of it (beyond that such a client "
+                   "waits, unread, until memory is free). A reply that would pass it is refused "
+                   "as with client_buffer_limit. From 1m to 64g.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("a size such as 64m");
+          if (!text) {
+            return;
+          }
+          std::string error;
+          if (auto n = parseSize(*text, uint64_t{1} << 20, uint64_t{64} << 30, &error)) {
+            p.buffer_limit = *n;
+          } else {
+            v.error(error);
+          }
+        },
+        .show = [](const PoolConfig& p) { return showSize(p.buffer_limit); },
+    },
+    PoolKey{
         .name = "allow_flush_all", .type = "bool", .origin = KeyOrigin::Mcring,
         .meaning = "false: `flush_all` is answered with an error instead of being sent to every "
                    "server of the pool.",

@@ -84,41 +84,28 @@ void BackendConnection::onConnected() {
 }
 
 void BackendConnection::onReadable() {
+  if (paused_) {
+    return;  // the bytes wait in the input until the client being streamed to reads
+  }
   net::Buffer& in = tcp_->input();
   while (!inflight_.empty()) {
-    size_t avail = in.size();
-    if (avail == 0) {
-      break;
-    }
-    size_t nl = in.findNewline(0, protocol::ReplyParser::kMaxLine + 1);
-    if (nl == net::Buffer::npos) {
-      if (avail > protocol::ReplyParser::kMaxLine) {
-        abort(BackendFailure::ProtocolError);
-        server_.worker().onBackendIdle();
-        return;
-      }
-      break;
-    }
-    std::string_view line = in.contiguous(nl + 1);
     protocol::Reply rep;
-    protocol::ParseStatus st = parser_.parse(line, rep);
-    if (st != protocol::ParseStatus::Ok) {
+    const protocol::ReplyFrame frame = framer_.next(in, rep);
+    if (frame.kind == protocol::ReplyFrameKind::NeedMore) {
+      break;  // a line or a data block still arriving
+    }
+    if (frame.kind == protocol::ReplyFrameKind::Invalid) {
       abort(BackendFailure::ProtocolError);
       server_.worker().onBackendIdle();
       return;
     }
-    uint64_t total = rep.totalLength();
-    if (rep.data_length > 0) {
-      if (avail < total) {
-        break;  // the data block is still arriving
-      }
-      if (!protocol::dataBlockTerminatorOk(in.byteAt(total - 2), in.byteAt(total - 1))) {
-        abort(BackendFailure::ProtocolError);
-        server_.worker().onBackendIdle();
-        return;
-      }
-    }
     InFlight& f = inflight_.front();
+    if (mustWait(*f.req)) {
+      pause();
+      return;
+    }
+    const std::string_view line = frame.line;
+    const uint64_t total = frame.length;
     Step step = f.expect == Expect::SharedLine ? deliverShared(f, rep, line) : deliver(f, rep, line);
     if (step == Step::Desync) {
       abort(BackendFailure::ProtocolError);
@@ -148,6 +135,102 @@ void BackendConnection::onReadable() {
   updateTimeout();
   if (inflight_.empty()) {
     server_.worker().onBackendIdle();
+  }
+}
+
+// The unit at the front is for `r`, whose reply streams to a client that has a full output:
+// delivering it would pass the client's budget, so this connection waits for the client.
+bool BackendConnection::mustWait(PendingRequest& r) {
+  ClientSession* s = r.session;
+  return s != nullptr && !r.refused && s->outputFull() && s->tryStream(r);
+}
+
+// Stops reading this connection until the client being streamed to has room; a client that
+// reads nothing for ClientSession::kSlowReaderMs is closed (its reply is then dropped), so the
+// other clients' requests behind it wait a bounded time.
+void BackendConnection::pause() {
+  paused_ = true;
+  tcp_->enableReading(false);
+  const uint64_t now = common::monotonicNs();
+  pause_progress_ns_ = now;
+  pause_output_ = UINT64_MAX;
+  if (!resume_timer_) {
+    resume_timer_ = std::make_unique<net::Timer>(server_.worker().loop(), [this] { checkPaused(); });
+  }
+  resume_timer_->start(kPausePollMs, /*periodic=*/true);
+}
+
+void BackendConnection::checkPaused() {
+  if (!paused_ || !tcp_ || inflight_.empty()) {
+    resume();
+    return;
+  }
+  PendingRequest* r = inflight_.front().req;
+  ClientSession* s = r->session;
+  if (s == nullptr || !s->outputFull()) {
+    resume();
+    return;
+  }
+  const uint64_t now = common::monotonicNs();
+  const uint64_t out = s->outputSize();
+  if (out < pause_output_) {
+    pause_output_ = out;
+    pause_progress_ns_ = now;
+  } else if (now - pause_progress_ns_ >= uint64_t{ClientSession::kSlowReaderMs} * 1000000) {
+    s->closeSlowReader();
+    resume();
+  }
+}
+
+void BackendConnection::resume() {
+  if (resume_timer_) {
+    resume_timer_->stop();
+  }
+  if (!paused_) {
+    return;
+  }
+  paused_ = false;
+  if (tcp_) {
+    tcp_->enableReading(true);
+    onReadable();
+  }
+}
+
+// n bytes at the front of the input are part of r's reply, bound for `sink` (its reply buffer or
+// a fragment's values): to the client's socket if r streams, held under the client's budget
+// otherwise, dropped if the client is gone or r was refused memory.
+void BackendConnection::forward(PendingRequest& r, net::Buffer& sink, uint64_t n) {
+  net::Buffer& in = tcp_->input();
+  ClientSession* s = r.session;
+  if (s == nullptr || r.refused) {
+    in.drain(n);
+    return;
+  }
+  if (&sink == &r.reply && s->tryStream(r)) {
+    s->streamReply(in, n);
+    return;
+  }
+  if (!s->holdReply(r, n)) {
+    refuse(r);
+    in.drain(n);
+    return;
+  }
+  in.moveTo(sink, n);
+}
+
+// Out of memory for r's reply: what it holds goes, and its reply will be memcached's error.
+void BackendConnection::refuse(PendingRequest& r) {
+  r.refused = true;
+  r.reply.drain(r.reply.size());
+  for (uint32_t i = 0; i < r.fragment_count; ++i) {
+    r.fragments[i].values.drain(r.fragments[i].values.size());
+  }
+  if (r.session != nullptr) {
+    r.session->releaseHeld(r);
+  }
+  if (!r.failed) {
+    r.failed = true;
+    r.error_line.assign(kOutOfMemoryReply);
   }
 }
 
@@ -197,7 +280,7 @@ bool BackendConnection::takeValue(PendingRequest& r, Fragment& fr, std::string_v
     uint32_t idx = fr.key_indices[fr.next_match++];
     if (multigetKey(r, idx) == key) {
       r.key_hit_length[idx] = n;
-      tcp_->input().moveTo(multigetValueSink(r, fr), n);
+      forward(r, multigetValueSink(r, fr), n);
       ++fr.hits;
       stats::bump(server_.worker().counters().get_hits);
       stats::bump(server_.stats().get_hits);
@@ -271,7 +354,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
           stats::bump(server_.stats().get_hits);
         }
         ++hits_in_reply_;
-        in.moveTo(r->reply, n);
+        forward(*r, r->reply, n);
         return Step::More;
       }
       if (f.expect == Expect::OneUnit) {
@@ -285,7 +368,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
               r->session != nullptr &&
               launchMetaWarmup(*r, r->session->pool(), server_.worker(), r->session->id())) {
             // Kept (it carries the client's k/O flags) unless the previous server has the key.
-            in.moveTo(r->reply, n);
+            forward(*r, r->reply, n);
             return Step::Done;
           }
         }
@@ -294,17 +377,17 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         if (r->noreply && rep.kind != ReplyKind::ServerError) {
           in.drain(n);
         } else {
-          in.moveTo(r->reply, n);
+          forward(*r, r->reply, n);
         }
         return Step::Done;
       }
       if (rep.kind == ReplyKind::Value) {
         ++hits_in_reply_;
-        in.moveTo(r->reply, n);
+        forward(*r, r->reply, n);
         return Step::More;
       }
       if (rep.kind == ReplyKind::End || rep.isError()) {
-        in.moveTo(r->reply, n);
+        forward(*r, r->reply, n);
         auto& c = server_.worker().counters();
         uint64_t misses = r->key_count > hits_in_reply_ ? r->key_count - hits_in_reply_ : 0;
         stats::bump(c.get_hits, hits_in_reply_);
@@ -378,7 +461,11 @@ void BackendConnection::finish(InFlight& f) {
   if (--r->fragments_left == 0) {
     switch (r->shape) {
       case Shape::Direct:
-        if (r->invalidated_hit && r->command == protocol::Command::Delete &&
+        if (r->refused) {
+          r->reply.drain(r->reply.size());
+          r->reply.append(r->noreply ? std::string_view() : kOutOfMemoryReply);
+          stats::bump(w.counters().server_errors);
+        } else if (r->invalidated_hit && r->command == protocol::Command::Delete &&
             r->reply.size() == 11 && r->reply.contiguous(11) == "NOT_FOUND\r\n") {
           // Not copied yet, but the previous server had it: the key did exist.
           r->reply.drain(11);
@@ -421,6 +508,9 @@ void BackendConnection::failAll(BackendFailure why) {
     PendingRequest* r = f.req;
     switch (f.delivery) {
       case Delivery::Direct:
+        if (r->session != nullptr) {
+          r->session->releaseHeld(*r);
+        }
         r->reply.drain(r->reply.size());
         // Classic noreply gets nothing back even on failure (the client reads no reply); meta
         // q always returns errors (memcached's rule).
@@ -463,6 +553,10 @@ void BackendConnection::abort(BackendFailure why) {
   }
   state_ = State::Closed;
   timeout_armed_ = false;
+  paused_ = false;
+  if (resume_timer_) {
+    resume_timer_->stop();
+  }
   if (tcp_) {
     tcp_->close();
     tcp_.reset();

@@ -11,12 +11,17 @@
 
 #include "proxy/core/backend_failure.h"
 #include "proxy/core/pending_request.h"
+#include "proxy/net/event_loop.h"
 #include "proxy/net/tcp_connection.h"
-#include "proxy/protocol/reply_parser.h"
+#include "proxy/protocol/reply_framer.h"
 
 namespace mcring::core {
 
 class BackendServer;
+
+// memcached's reply when it cannot allocate the response to a get.
+inline constexpr std::string_view kOutOfMemoryReply =
+    "SERVER_ERROR out of memory writing get response\r\n";
 
 // Where a backend reply goes.
 enum class Delivery : uint8_t {
@@ -88,6 +93,12 @@ class BackendConnection : public net::ConnectionHandler {
   bool takeValue(PendingRequest& r, Fragment& fr, std::string_view key, uint64_t n);
 
   Step deliver(InFlight& f, const protocol::Reply& rep, std::string_view line);
+  void forward(PendingRequest& r, net::Buffer& sink, uint64_t n);
+  void refuse(PendingRequest& r);
+  bool mustWait(PendingRequest& r);
+  void pause();
+  void checkPaused();
+  void resume();
   void finish(InFlight& f);
   void failAll(BackendFailure why);
   void updateTimeout();
@@ -97,7 +108,13 @@ class BackendConnection : public net::ConnectionHandler {
   State state_ = State::Closed;
   bool timeout_armed_ = false;
   std::deque<InFlight> inflight_;
-  protocol::ReplyParser parser_;
+  protocol::ReplyFramer framer_;
+  // Waiting for a client that streams a reply and has a full output (pause()).
+  bool paused_ = false;
+  uint64_t pause_progress_ns_ = 0;  // when the client's output last shrank
+  uint64_t pause_output_ = 0;       // its size then
+  std::unique_ptr<net::Timer> resume_timer_;
+  static constexpr uint64_t kPausePollMs = 2;
   uint32_t hits_in_reply_ = 0;  // VALUE units seen for the head retrieval
   std::string_view shared_command_;  // "get" or "gets" while a shared line is open, else empty
   size_t shared_length_ = 0;         // its length so far

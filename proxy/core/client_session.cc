@@ -22,14 +22,6 @@ using protocol::ReplyKind;
 
 namespace {
 
-bool startsWithRetrieval(std::string_view s) {
-  while (!s.empty() && s.front() == ' ') {
-    s.remove_prefix(1);  // memcached skips leading spaces (up to 100) before deciding
-  }
-  return s.starts_with("get ") || s.starts_with("gets ") || s.starts_with("gat ") ||
-         s.starts_with("gats ");
-}
-
 // The counters a keyed request counts in, by CommandEffect (Read, Store, Delete, Touch,
 // Other): per worker (`stats`; a keyed Read is mg, get/gets/gat/gats count per key elsewhere)
 // and per backend (`stats backends`).
@@ -53,16 +45,17 @@ size_t effectIndex(protocol::Command c) {
 
 ClientSession::ClientSession(Worker& worker, PoolRuntime& pool, uint64_t id,
                              std::shared_ptr<std::atomic<uint32_t>> open_count)
-    : worker_(worker), pool_(&pool), id_(id), open_count_(std::move(open_count)) {}
+    : worker_(worker),
+      pool_(&pool),
+      id_(id),
+      open_count_(std::move(open_count)),
+      framer_(pool.parser) {}
 
 ClientSession::~ClientSession() {
   releaseSlot();
   // Requests still owed by backends lose their session; they are recycled when answered.
-  for (PendingRequest* r : fifo_) {
-    r->session = nullptr;
-    worker_.requests().release(r);
-  }
-  fifo_.clear();
+  dropFifo();
+  releaseInput();
 }
 
 bool ClientSession::attach(int fd) {
@@ -70,12 +63,8 @@ bool ClientSession::attach(int fd) {
   if (!tcp_) {
     return false;
   }
-  const auto& limits = pool_->parser.limits();
-  // Enough to hold the largest request we must see whole before acting on it.
-  size_t high =
-      std::max<uint64_t>(limits.max_line + limits.item_size_max + 2, limits.max_retrieval_line) +
-      64 * 1024;
-  tcp_->setReadHighWatermark(high);
+  // A request larger than this needs a reservation first (wantInput).
+  tcp_->setReadHighWatermark(kInputAllowance);
   return true;
 }
 
@@ -93,9 +82,9 @@ bool ClientSession::throttled() const {
   if (!tcp_) {
     return false;
   }
-  uint64_t buffered = tcp_->output().size() + queued_reply_bytes_;
+  uint64_t buffered = tcp_->output().size() + held_;
   peak_buffered_ = std::max(peak_buffered_, buffered);
-  return buffered >= kMaxOutputBytes;
+  return buffered >= clientLimit() / 2;
 }
 
 void ClientSession::updateReading() {
@@ -107,7 +96,7 @@ void ClientSession::updateReading() {
     reading_ = want;
     tcp_->enableReading(want);
     // Write-done callbacks tell us when a stalled reader has caught up.
-    tcp_->setWriteLowWatermark(want ? 0 : kMaxOutputBytes / 2);
+    tcp_->setWriteLowWatermark(want ? 0 : clientLimit() / 4);
   }
 }
 
@@ -121,77 +110,33 @@ void ClientSession::processInput() {
   }
   in_process_ = true;
   net::Buffer& in = tcp_->input();
-  const protocol::RequestParser& parser = pool_->parser;
-  const auto& limits = parser.limits();
   while (!closed_ && !closing_ && !draining_ && !throttled()) {
-    if (swallow_ > 0) {
-      size_t n = std::min<uint64_t>(swallow_, in.size());
-      in.drain(n);
-      swallow_ -= n;
-      if (swallow_ > 0) {
-        break;
-      }
-    }
-    size_t avail = in.size();
-    if (avail == 0) {
+    const protocol::RequestFrame frame = framer_.next(in, req_);
+    if (frame.kind == protocol::RequestFrameKind::NeedMore) {
+      wantInput(frame.length);
       break;
     }
-    size_t nl = in.findNewline(scanned_, limits.max_retrieval_line + 1);
-    if (nl == net::Buffer::npos) {
-      scanned_ = avail;
-      if (avail > limits.max_line) {
-        std::string_view head = in.contiguous(std::min<size_t>(avail, 112));
-        if (!startsWithRetrieval(head) || avail > limits.max_retrieval_line) {
-          protocol::Request tooLong;
-          tooLong.error = protocol::RequestError::LineTooLong;
-          tooLong.close = true;
-          in.drain(avail);
-          rejectRequest(tooLong);
-        }
-      }
-      break;
+    if (frame.kind == protocol::RequestFrameKind::Discard) {
+      in.drain(frame.length);
+      continue;
     }
-    scanned_ = 0;
-    std::string_view line = in.contiguous(nl + 1);
-    ParseStatus st = parser.parse(line, req_);
-    if (st == ParseStatus::Incomplete) {
-      // A whole line is here, so this is the parser refusing to decide: treat as malformed.
-      req_.error = protocol::RequestError::BadCommandLine;
-      req_.line_length = static_cast<uint32_t>(nl + 1);
-      req_.swallow_length = 0;
-      req_.close = false;
-      st = ParseStatus::Invalid;
-    }
-    if (st == ParseStatus::Invalid) {
+    if (frame.kind == protocol::RequestFrameKind::Rejected) {
       if (req_.error == protocol::RequestError::TooLarge &&
           (req_.command == Command::Set || req_.command == Command::MetaSet) &&
           !req_.keys.empty()) {
         // memcached unlinks the old value when a set is too large (so no stale value
         // survives a write the client believes failed); do the same on the key's backend.
-        invalidateKey(line);
+        invalidateKey(frame.line);
       }
-      in.drain(std::min<size_t>(req_.line_length == 0 ? nl + 1 : req_.line_length, in.size()));
-      swallow_ = req_.swallow_length;
+      in.drain(frame.length);
       rejectRequest(req_);
       continue;
     }
-    if (req_.has_data) {
-      uint64_t need = consumedLength();
-      if (avail < need) {
-        break;  // wait for the data block (the read watermark leaves room for it)
-      }
-      if (!protocol::dataBlockTerminatorOk(in.byteAt(need - 2), in.byteAt(need - 1))) {
-        in.drain(need);
-        protocol::Request bad;
-        bad.error = protocol::RequestError::BadDataChunk;
-        // Classic noreply silences it; meta q does not (memcached sends the error).
-        bad.noreply = req_.noreply && protocol::commandClass(req_.command) != CommandClass::Meta;
-        rejectRequest(bad);
-        continue;
-      }
+    stats::bump(worker_.counters().bytes_read, frame.length);
+    dispatch(frame.line);  // forwards or drops exactly frame.length bytes
+    if (input_reserved_ > 0) {
+      releaseInput();
     }
-    stats::bump(worker_.counters().bytes_read, consumedLength());
-    dispatch(line);
   }
   in_process_ = false;
   if (closed_) {
@@ -200,6 +145,58 @@ void ClientSession::processInput() {
   updateReading();
   if (read_eof_ && fifo_.empty() && tcp_->output().empty()) {
     close();
+  }
+}
+
+void ClientSession::wantInput(uint64_t need) {
+  net::Buffer& in = tcp_->input();
+  peak_buffered_ = std::max<uint64_t>(peak_buffered_, in.size());
+  if (need == 0 && in.size() >= kInputAllowance) {
+    // A get/gets line still arriving past the allowance: it may grow to the line limit.
+    const auto& limits = pool_->parser.limits();
+    need = std::max(limits.max_line, limits.max_retrieval_line) + 1;
+  }
+  if (need <= kInputAllowance) {
+    return;
+  }
+  if (need > input_reserved_) {
+    if (!pool_->inputs_budget.tryCharge(need - input_reserved_)) {
+      // No memory for it now: read no more of this client until a reservation frees.
+      if (!waiting_input_) {
+        waiting_input_ = true;
+        pool_->input_waiters.push_back(this);
+        stats::bump(worker_.counters().client_input_waits);
+      }
+      return;
+    }
+    input_reserved_ = need;
+  }
+  tcp_->setReadHighWatermark(need);
+}
+
+void ClientSession::releaseInput() {
+  if (waiting_input_) {
+    auto& w = pool_->input_waiters;
+    w.erase(std::remove(w.begin(), w.end(), this), w.end());
+    waiting_input_ = false;
+  }
+  if (input_reserved_ == 0) {
+    return;
+  }
+  pool_->inputs_budget.release(input_reserved_);
+  input_reserved_ = 0;
+  if (tcp_) {
+    tcp_->setReadHighWatermark(kInputAllowance);
+  }
+  if (!pool_->input_waiters.empty()) {
+    worker_.scheduleInputWake();
+  }
+}
+
+void ClientSession::onInputBudget() {
+  waiting_input_ = false;
+  if (!closed_ && !in_process_) {
+    processInput();
   }
 }
 
@@ -359,6 +356,7 @@ void ClientSession::dispatchKeyed(std::string_view line) {
 void ClientSession::invalidatePrevious(PendingRequest* r, BackendServer& prev,
                                        std::string_view line) {
   worker_.warmup().cancelCopies(req_.routingKey(line, 0));
+  r->rewrites = true;  // a delete's NOT_FOUND may become DELETED (BackendConnection::finish)
   BackendConnection* conn = prev.connectionFor(id_);
   if (conn == nullptr) {
     return;  // unreachable: it serves nobody, and a fetch from it fails too
@@ -589,9 +587,96 @@ void ClientSession::answerLocal(std::string_view line) {
 void ClientSession::onRequestComplete(PendingRequest* r) {
   if (!fifo_.empty() && fifo_.front() == r) {
     flush();
-  } else {
-    queued_reply_bytes_ += r->reply.size();
   }
+}
+
+bool ClientSession::streamable(const PendingRequest& r) const {
+  switch (r.shape) {
+    case Shape::Direct:
+      return !r.warm && !r.rewrites;
+    case Shape::Multiget:
+      // A lone fragment's units are the reply in key order (multigetValueSink).
+      return r.fragment_count == 1 && !r.warm;
+    case Shape::Broadcast:
+      return false;
+  }
+  return false;
+}
+
+bool ClientSession::tryStream(PendingRequest& r) {
+  if (r.streaming) {
+    return true;
+  }
+  if (closed_ || fifo_.empty() || fifo_.front() != &r || r.complete || !streamable(r)) {
+    return false;
+  }
+  releaseHeld(r);
+  if (!r.reply.empty()) {
+    stats::bump(worker_.counters().bytes_written, r.reply.size());
+    r.reply.moveAllTo(tcp_->output());
+  }
+  r.streaming = true;
+  syncOutput();
+  return true;
+}
+
+void ClientSession::streamReply(net::Buffer& from, uint64_t n) {
+  stats::bump(worker_.counters().bytes_written, n);
+  from.moveTo(tcp_->output(), n);
+  syncOutput();
+}
+
+bool ClientSession::holdReply(PendingRequest& r, uint64_t n) {
+  if (held_ + outputSize() + n > clientLimit() || !pool_->replies_budget.tryCharge(n)) {
+    stats::bump(worker_.counters().client_oom_replies);
+    return false;
+  }
+  held_ += n;
+  r.held += n;
+  peak_buffered_ = std::max(peak_buffered_, held_ + outputSize());
+  return true;
+}
+
+void ClientSession::releaseHeld(PendingRequest& r) {
+  if (r.held == 0) {
+    return;
+  }
+  held_ -= std::min(held_, r.held);
+  pool_->replies_budget.release(r.held);
+  r.held = 0;
+}
+
+uint64_t ClientSession::outputSize() const {
+  return tcp_ ? tcp_->output().size() : 0;
+}
+
+bool ClientSession::outputFull() const {
+  return outputSize() >= clientLimit();
+}
+
+// The pool's budget counts this client's unsent output as of the last sync (socket writes drain
+// it without telling us; syncs happen whenever the session touches its output).
+void ClientSession::syncOutput() {
+  const uint64_t now = outputSize();
+  if (now > output_charged_) {
+    pool_->replies_budget.charge(now - output_charged_);
+  } else {
+    pool_->replies_budget.release(output_charged_ - now);
+  }
+  output_charged_ = now;
+  peak_buffered_ = std::max(peak_buffered_, now + held_);
+}
+
+void ClientSession::closeSlowReader() {
+  if (closed_) {
+    return;
+  }
+  stats::bump(worker_.counters().client_slow_closed);
+  MCRING_LOG(Info, "client %llu: closed: read nothing of %llu bytes of replies for %u ms while a "
+             "backend connection waited on it",
+             static_cast<unsigned long long>(id_), static_cast<unsigned long long>(outputSize()),
+             kSlowReaderMs);
+  close();
 }
 
 void ClientSession::flush() {
@@ -600,15 +685,11 @@ void ClientSession::flush() {
   }
   net::Buffer& out = tcp_->output();
   bool close_now = false;
-  // The head's reply was never counted as queued (it is flushed the moment it completes).
-  PendingRequest* head_before = fifo_.empty() ? nullptr : fifo_.front();
   while (!fifo_.empty() && fifo_.front()->complete) {
     PendingRequest* r = fifo_.front();
     fifo_.pop_front();
+    releaseHeld(*r);
     size_t n = r->reply.size();
-    if (r != head_before) {
-      queued_reply_bytes_ -= std::min<uint64_t>(queued_reply_bytes_, n);
-    }
     stats::bump(worker_.counters().bytes_written, n);
     r->reply.moveAllTo(out);
     close_now = r->close_after;
@@ -622,12 +703,9 @@ void ClientSession::flush() {
     // quit, or framing lost: nothing after this is answered; close once the output is written.
     closing_ = true;
     read_eof_ = true;
-    for (PendingRequest* r : fifo_) {
-      r->session = nullptr;
-      worker_.requests().release(r);
-    }
-    fifo_.clear();
+    dropFifo();
   }
+  syncOutput();
   if (!in_process_) {
     bool was_throttled = !reading_;
     updateReading();
@@ -647,6 +725,7 @@ void ClientSession::onWritable() {
   if (closed_) {
     return;
   }
+  syncOutput();
   if ((read_eof_ || draining_) && fifo_.empty() && tcp_->output().empty()) {
     close();
     return;
@@ -723,13 +802,26 @@ void ClientSession::close() {
   }
   closed_ = true;
   tcp_.reset();
+  syncOutput();  // no output any more: gives its charge back
   releaseSlot();
+  dropFifo();
+  releaseInput();
+  worker_.retire(this);
+}
+
+// Requests still owed by backends lose their session (their units are dropped as they arrive)
+// and give back the memory they held now, not when recycled.
+void ClientSession::dropFifo() {
   for (PendingRequest* r : fifo_) {
+    releaseHeld(*r);
+    r->reply.drain(r->reply.size());
+    for (uint32_t f = 0; f < r->fragment_count; ++f) {
+      r->fragments[f].values.drain(r->fragments[f].values.size());
+    }
     r->session = nullptr;
     worker_.requests().release(r);
   }
   fifo_.clear();
-  worker_.retire(this);
 }
 
 }  // namespace mcring::core

@@ -1,9 +1,13 @@
 // One client connection: parses its requests, routes each to a backend (or answers it), and
 // writes the replies back in request order however the backends interleave.
 //
-// Pipelining: requests are read and dispatched as fast as they arrive; replies wait in the FIFO
-// until every earlier one is written. Back-pressure: a client that does not read its replies, or
-// has too many requests outstanding, stops being read until it catches up. Worker-thread only.
+// Pipelining: requests are framed (protocol::RequestFramer) and dispatched as fast as they
+// arrive; replies wait in the FIFO until every earlier one is written. The head's reply streams
+// to the socket as its units arrive. Memory budget: reply bytes held for the client and unsent
+// output count against client_buffer_limit and the pool's buffer_limit; at half of the client's
+// limit, or with too many requests outstanding, the client is no longer read; a reply that would
+// pass a limit is refused (memcached's out-of-memory error); a request larger than 32 KiB being
+// received needs a reservation from the pool, or waits unread. Worker-thread only.
 #pragma once
 
 #include <atomic>
@@ -18,6 +22,7 @@
 #include "proxy/core/pool_runtime.h"
 #include "proxy/net/tcp_connection.h"
 #include "proxy/protocol/request.h"
+#include "proxy/protocol/request_framer.h"
 
 namespace mcring::core {
 
@@ -36,8 +41,33 @@ class ClientSession : public net::ConnectionHandler {
   // Shutdown or pool removal: stop reading, finish what is in flight, then close.
   void beginDrain();
   bool closed() const { return closed_; }
-  // Most reply bytes this client ever had waiting (to decide whether to give memory back).
+  // Most bytes this client ever had buffered (to decide whether to give memory back).
   uint64_t peakBuffered() const { return peak_buffered_; }
+
+  // --- memory budget, used by backend connections as reply units arrive ---
+  // `r` (this session's) is at the FIFO head and its reply can stream: its held bytes go to the
+  // socket now and later units go there directly (streamReply).
+  bool tryStream(PendingRequest& r);
+  // Moves n bytes from `from` to the socket's output (r streaming).
+  void streamReply(net::Buffer& from, uint64_t n);
+  // Charges n more reply bytes held for `r`; false if that would pass a limit.
+  bool holdReply(PendingRequest& r, uint64_t n);
+  // Gives back what `r` held (it left the FIFO, or its bytes were dropped).
+  void releaseHeld(PendingRequest& r);
+  // Unsent output at the client's limit: a reply streaming to it must wait.
+  bool outputFull() const;
+  uint64_t outputSize() const;
+  // Its output made no progress for a long time while a backend connection waited on it.
+  void closeSlowReader();
+  // The pool freed memory for large requests being received (Worker).
+  void onInputBudget();
+  // Bytes a client may have of a request being received without a reservation.
+  static constexpr uint64_t kInputAllowance = 32 * 1024;
+  // A client whose output is full and does not shrink for this long while a backend connection
+  // shared with other clients waits to stream its reply is closed.
+  static constexpr uint32_t kSlowReaderMs = 1000;
+  // A session that had this much buffered gives memory back to the OS when it goes (Worker).
+  static constexpr uint64_t kTrimAfterPeak = 2 * 1024 * 1024;
   PoolRuntime& pool() { return *pool_; }
   uint64_t id() const { return id_; }
   // client_idle_timeout, called by the worker's periodic sweep with a monotonic clock: closes
@@ -49,15 +79,17 @@ class ClientSession : public net::ConnectionHandler {
   void onWritable() override;
   void onClosed(net::CloseReason reason, int error) override;
 
-  // Limits on what one client may have outstanding before it is no longer read: requests in
-  // flight, and reply bytes waiting for it (written-out or still queued behind an earlier
-  // request). Memory per client is bounded by kMaxOutputBytes plus the replies of at most
-  // kMaxPending requests already sent when the limit was reached.
+  // Requests in flight beyond which a client is no longer read.
   static constexpr size_t kMaxPending = 256;
-  static constexpr size_t kMaxOutputBytes = 4 * 1024 * 1024;
 
  private:
   void processInput();
+  // The request at the front of the input needs `need` bytes in all (0: its line has not ended).
+  void wantInput(uint64_t need);
+  void releaseInput();
+  void syncOutput();
+  uint64_t clientLimit() const { return pool_->config().client_buffer_limit; }
+  bool streamable(const PendingRequest& r) const;
   void dispatch(std::string_view line);
   void dispatchKeyed(std::string_view line);
   void dispatchRetrieval(std::string_view line);
@@ -83,6 +115,7 @@ class ClientSession : public net::ConnectionHandler {
   void close();
   void releaseSlot();
   size_t consumedLength() const;
+  void dropFifo();
 
   Worker& worker_;
   PoolRuntime* pool_;
@@ -91,15 +124,17 @@ class ClientSession : public net::ConnectionHandler {
   std::unique_ptr<net::TcpConnection> tcp_;
   std::deque<PendingRequest*> fifo_;
   protocol::Request req_;
+  protocol::RequestFramer framer_;
   std::vector<uint32_t> routes_;      // scratch: server of each key of a multi-get
   std::vector<int32_t> fragment_of_;  // scratch: fragment of each server, -1 if none
-  uint64_t swallow_ = 0;              // bytes of a rejected data block still to discard
-  uint64_t queued_reply_bytes_ = 0;   // replies complete but waiting behind an earlier one
+  uint64_t held_ = 0;             // reply bytes held in this session's requests (budget)
+  uint64_t output_charged_ = 0;   // output bytes charged to the pool's budget at the last sync
+  uint64_t input_reserved_ = 0;   // reservation for a large request being received
+  bool waiting_input_ = false;    // in the pool's input_waiters
   uint64_t requests_ = 0;             // requests read so far
   uint64_t idle_requests_ = 0;        // requests_ at the last idle sweep
   uint64_t idle_since_ms_ = 0;        // last sweep that saw it busy; 0: none yet
   mutable uint64_t peak_buffered_ = 0;
-  size_t scanned_ = 0;  // input already searched for "\n" without success
   bool reading_ = true;
   bool read_eof_ = false;
   bool draining_ = false;

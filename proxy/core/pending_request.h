@@ -66,6 +66,17 @@ struct PendingRequest {
   uint64_t start_ns = 0;
   net::Buffer reply;  // the bytes to write when this request reaches the FIFO head
 
+  // Memory budget (ClientSession): reply bytes held for this request and charged to its client
+  // until it leaves the FIFO.
+  uint64_t held = 0;
+  // At the FIFO head: reply units go straight to the client's socket as they arrive.
+  bool streaming = false;
+  // Refused memory: its reply is memcached's out-of-memory error; units still arriving are
+  // dropped.
+  bool refused = false;
+  // The reply may be rewritten when complete (a warm-up invalidation's DELETED): never streamed.
+  bool rewrites = false;
+
   // Multi-get only.
   std::string line;                      // copy of the client's line; keys index into it
   std::vector<uint32_t> key_offsets;     // key i = line.substr(key_offsets[2i], key_offsets[2i+1])
@@ -93,6 +104,10 @@ struct PendingRequest {
     key_count = 0;
     error_line.clear();
     reply.drain(reply.size());
+    held = 0;
+    streaming = false;
+    refused = false;
+    rewrites = false;
     line.clear();
     key_offsets.clear();
     key_fragment.clear();

@@ -8,10 +8,13 @@
 
 #include "config/topology.h"
 #include "proxy/core/backend_server.h"
+#include "proxy/core/memory_budget.h"
 #include "proxy/core/warmup.h"
 #include "proxy/protocol/request_parser.h"
 
 namespace mcring::core {
+
+class ClientSession;
 
 struct PoolRuntime {
   std::string name;
@@ -20,6 +23,11 @@ struct PoolRuntime {
   // Backends by identity; by_index follows the snapshot's server order (what route() returns).
   std::unordered_map<std::string, std::unique_ptr<BackendServer>> servers;
   std::vector<BackendServer*> by_index;
+  // Memory budget of the pool's clients on this worker (memory_budget.h): held and unsent reply
+  // bytes, and large requests being received. Sessions waiting for the latter, unread.
+  MemoryBudget replies_budget;
+  MemoryBudget inputs_budget;
+  std::vector<ClientSession*> input_waiters;
   bool removed = false;  // the pool left the config: its sessions drain and close
   std::unique_ptr<WarmupWindow> warmup;  // open after a membership change (warmup_window)
 

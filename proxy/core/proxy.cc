@@ -64,7 +64,7 @@ bool Proxy::start() {
   }
   std::vector<const stats::BackendStatsList*> lists;
   for (int i = 0; i < threads; ++i) {
-    workers_.push_back(std::make_unique<Worker>(i, reporter_));
+    workers_.push_back(std::make_unique<Worker>(i, threads, reporter_));
     const Worker& w = *workers_.back();
     reporter_.addWorker(&w.counters(), &w.backendStats());
     lists.push_back(&w.backendStats());

@@ -23,10 +23,11 @@ protocol::ParserLimits limitsFor(const config::PoolConfig& pc) {
 
 }  // namespace
 
-Worker::Worker(int id, const StatsReporter& reporter)
-    : id_(id), reporter_(reporter), loop_(std::make_unique<net::EventLoop>()) {
+Worker::Worker(int id, int count, const StatsReporter& reporter)
+    : id_(id), count_(count > 0 ? count : 1), reporter_(reporter), loop_(std::make_unique<net::EventLoop>()) {
   reaper_ = std::make_unique<net::Timer>(*loop_, [this] { reapRetired(); });
   idle_sweep_ = std::make_unique<net::Timer>(*loop_, [this] { sweepIdleClients(); });
+  input_wake_ = std::make_unique<net::Timer>(*loop_, [this] { wakeInputWaiters(); });
 }
 
 Worker::~Worker() {
@@ -134,17 +135,36 @@ void Worker::retire(ClientSession* session) {
   }
 }
 
+void Worker::scheduleInputWake() {
+  if (!input_wake_->pending()) {
+    input_wake_->start(0);
+  }
+}
+
+// Memory for large requests being received was freed: the sessions waiting for it try again, in
+// the order they started waiting (one that still finds none waits again).
+void Worker::wakeInputWaiters() {
+  for (auto& [name, pool] : pools_) {
+    std::vector<ClientSession*> waiting;
+    waiting.swap(pool->input_waiters);
+    for (ClientSession* s : waiting) {
+      s->onInputBudget();
+    }
+  }
+}
+
 void Worker::reapRetired() {
   std::vector<ClientSession*> dead;
   dead.swap(retired_);
-  bool big = false;
   for (ClientSession* s : dead) {
-    big = big || s->peakBuffered() >= ClientSession::kMaxOutputBytes / 2;
+    retired_peak_bytes_ += s->peakBuffered();
     delete s;
   }
-  if (big) {
-    // A client that had megabytes of replies waiting is gone: give that memory back to the OS
-    // rather than let the allocator keep it (rare, so the cost of trimming does not matter).
+  if (retired_peak_bytes_ >= ClientSession::kTrimAfterPeak) {
+    // Clients that had megabytes buffered are gone (one big one, or many that each held a part
+    // of a large request): give that memory back to the OS rather than let the allocator keep
+    // it (rare, so the cost of trimming does not matter).
+    retired_peak_bytes_ = 0;
     malloc_trim(0);
   }
   checkShutdownDone();
@@ -168,6 +188,10 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
     runtime->topology = pool_topo;
     runtime->removed = false;
     runtime->parser = protocol::RequestParser(limitsFor(pool_topo->config));
+    // This worker's share of the pool's memory budget; large requests being received may use
+    // a quarter of it.
+    runtime->replies_budget.setLimit(pool_topo->config.buffer_limit / count_);
+    runtime->inputs_budget.setLimit(pool_topo->config.buffer_limit / 4 / count_);
     std::unordered_map<std::string, std::unique_ptr<BackendServer>> next;
     runtime->by_index.clear();
     const auto& servers = pool_topo->config.servers;

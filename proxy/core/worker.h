@@ -28,7 +28,8 @@ class StatsReporter;
 
 class Worker {
  public:
-  Worker(int id, const StatsReporter& reporter);
+  // `count`: how many workers share the process (each takes its share of the memory budgets).
+  Worker(int id, int count, const StatsReporter& reporter);
   ~Worker();
 
   // --- any thread ---
@@ -62,6 +63,9 @@ class Worker {
       server_down_(pool, identity);
     }
   }
+  // Memory for large requests being received was freed: wake the sessions waiting for it soon
+  // (not from inside the session that freed it).
+  void scheduleInputWake();
   // Deferred destruction: a session ends itself from inside its own callbacks.
   void retire(ClientSession* session);
   // A backend connection finished something; drained servers of old snapshots may now go.
@@ -77,6 +81,7 @@ class Worker {
   void acceptClient(int fd, const std::string& pool,
                     std::shared_ptr<std::atomic<uint32_t>> open_count);
   void reapRetired();
+  void wakeInputWaiters();
   void reapDraining();
   void checkShutdownDone();
   // client_idle_timeout: the sweep runs only while some pool sets it, every eighth of the
@@ -90,6 +95,7 @@ class Worker {
   void closeWarmup(PoolRuntime& runtime);
 
   int id_;
+  int count_;
   const StatsReporter& reporter_;
   std::unique_ptr<net::EventLoop> loop_;
   std::thread thread_;
@@ -101,6 +107,8 @@ class Worker {
   std::unique_ptr<net::Timer> reaper_;
   std::unique_ptr<net::Timer> grace_timer_;
   std::unique_ptr<net::Timer> idle_sweep_;
+  std::unique_ptr<net::Timer> input_wake_;
+  uint64_t retired_peak_bytes_ = 0;  // peaks of sessions gone since the last malloc_trim
   uint64_t idle_sweep_ms_ = 0;  // period of idle_sweep_; 0: stopped
   RequestPool requests_;
   WarmupRegistry warmup_;

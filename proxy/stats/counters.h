@@ -24,6 +24,9 @@ namespace mcring::stats {
   X(cmd_flush, Counter, "flush_all commands")                                           \
   X(client_errors, Counter, "requests answered with a CLIENT_ERROR or ERROR by the proxy") \
   X(client_idle_closed, Counter, "client connections closed by client_idle_timeout")   \
+  X(client_oom_replies, Counter, "replies refused for the memory budget (SERVER_ERROR out of memory)") \
+  X(client_slow_closed, Counter, "clients closed for reading nothing for 1 s while their reply held a backend connection") \
+  X(client_input_waits, Counter, "times a client receiving a large request waited for memory, unread") \
   X(server_errors, Counter, "requests answered with SERVER_ERROR because of a backend fault") \
   X(backend_requests, Counter, "requests sent to backends (multi-get fragments count each)") \
   X(backend_get_lines, Counter, "get/gets lines sent to backends with coalesce_gets (each carries the keys of one or more requests)") \

@@ -170,9 +170,11 @@ class BackendRepliesTest(IntegrationCase):
                 self.assertEqual(len(got), 3, (i, got))
                 first, mid, last = got
                 # A request whose key rode in a poison line gets the error, memcached's answer to
-                # the whole line; every other request gets its exact answer.
+                # the whole line: after the units it already streamed, if any (as memcached
+                # answers a get line that fails after its hits); every other request gets its
+                # exact answer.
                 for rep, want in ((first, self.value(i)), (last, b"END\r\n")):
-                    if rep == ERROR_LINE:
+                    if rep.endswith(ERROR_LINE) and want.startswith(rep[:-len(ERROR_LINE)]):
                         shared_with_poison += 1
                     else:
                         self.assertEqual(rep, want, (rnd, i))
