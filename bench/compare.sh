@@ -65,8 +65,9 @@
 #                 included) : all gets = S:G of --ratio (1:10: N = 5000 -> 240000 gets, 24000 sets).
 #                 48:2 connections because a set thread here runs about 3.5x as many requests per
 #                 second as a get thread (its replies are short): with 1:10 by count, both
-#                 instances then end within ~10% of each other. ops/s = all requests / wall time
-#                 from starting both to the end of the later.
+#                 instances then end within ~20% of each other (the get instance loads its N keys
+#                 first). ops/s = all requests / wall time from starting both to the end of the
+#                 later.
 #   cs-gets       memcslap --test=get --concurrency=50 --execute-number=N --tcp-nodelay: ops/s =
 #                 50 N / the time memcslap reports for its gets (its load of N keys excluded)
 # Workloads of memcaslap (memaslap, same package; not in the default: its keys start with 8 raw
@@ -252,20 +253,37 @@ wait_port() {  # wait_port PORT PID: up to 10 s for a listener, while PID lives
   return 1
 }
 
-start_memcached() {  # start_memcached PORT MB VAR: sets VAR to the PID
-  "$MEMCACHED" -u root -l 127.0.0.1 -p "$1" -U 0 -t 1 -m "$2" -c 4096 >"$WORK/memcached.$1.log" 2>&1 &
-  local pid=$!
-  PIDS+=("$pid")
-  NAME_OF[$pid]="memcached :$1"
-  wait_port "$1" "$pid" || { echo "compare.sh: memcached on $1 did not start" >&2; exit 1; }
-  printf -v "$3" '%s' "$pid"
+free_port() {  # a loopback port free right now (bound then released)
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+start_memcached() {  # start_memcached PORTVAR MB PIDVAR: sets PIDVAR to the PID
+  # The port was free when picked, but this machine is shared: another process may take it
+  # before memcached binds it, so a failed start is retried on a new port.
+  local port=${!1} pid attempt
+  for attempt in 1 2 3 4 5; do
+    "$MEMCACHED" -u root -l 127.0.0.1 -p "$port" -U 0 -t 1 -m "$2" -c 4096 >"$WORK/memcached.$port.log" 2>&1 &
+    pid=$!
+    # (still alive a moment later: the listener seen might have been another's)
+    if wait_port "$port" "$pid" && sleep 0.2 && kill -0 "$pid" 2>/dev/null; then
+      PIDS+=("$pid")
+      NAME_OF[$pid]="memcached :$port"
+      printf -v "$1" '%s' "$port"
+      printf -v "$3" '%s' "$pid"
+      return 0
+    fi
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    port=$(free_port)
+  done
+  echo "compare.sh: memcached did not start (last port $port)" >&2
+  exit 1
 }
 
-start_memcached "$P1" 512 B1
-start_memcached "$P2" 512 B2
-start_memcached "$P3" 512 B3
+start_memcached P1 512 B1
+start_memcached P2 512 B2
+start_memcached P3 512 B3
 DIRECT_PID=""
-[ "$WITH_DIRECT" = 1 ] && start_memcached "$PD" 1024 DIRECT_PID
+[ "$WITH_DIRECT" = 1 ] && start_memcached PD 1024 DIRECT_PID
 
 servers_yaml() {
   cat <<EOF
@@ -424,7 +442,7 @@ warm_sets=()
 for w in 1 2 3 4 6 mix; do has_workload "$w" && { warm_sets+=(2); break; }; done
 has_workload 5 && warm_sets+=(5)
 if [ ${#warm_sets[@]} -gt 0 ]; then
-  echo "warming mcring-bench keys (workloads ${warm_sets[*]}: $KEYS keys of 32-100 B / $BIG_KEYS of 16 KiB) via mcring and direct" >&2
+  echo "warming mcring-bench keys ($KEYS of 32-100 B$(has_workload 5 && echo ", $BIG_KEYS of 16 KiB")) via mcring${DIRECT_PID:+ and direct}" >&2
   for port in "${warm_ports[@]}"; do
     for w in "${warm_sets[@]}"; do
       # shellcheck disable=SC2046
