@@ -259,8 +259,8 @@ free_port() {  # a loopback port free right now (bound then released)
 start_memcached() {  # start_memcached PORTVAR MB PIDVAR: sets PIDVAR to the PID
   # The port was free when picked, but this machine is shared: another process may take it
   # before memcached binds it, so a failed start is retried on a new port.
-  local port=${!1} pid attempt
-  for attempt in 1 2 3 4 5; do
+  local port=${!1} pid _
+  for _ in 1 2 3 4 5; do
     "$MEMCACHED" -u root -l 127.0.0.1 -p "$port" -U 0 -t 1 -m "$2" -c 4096 >"$WORK/memcached.$port.log" 2>&1 &
     pid=$!
     # (still alive a moment later: the listener seen might have been another's)
