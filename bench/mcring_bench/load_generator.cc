@@ -4,8 +4,13 @@
 #include <signal.h>
 #include <sys/resource.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <condition_variable>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -29,6 +34,35 @@ std::pair<double, double> cpuSeconds() {
     return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
   };
   return {seconds(usage.ru_utime), seconds(usage.ru_stime)};
+}
+
+// User + system CPU seconds of process `pid` so far (all threads), from /proc/PID/stat; -1 when
+// unreadable. The fields are counted after the last ')', since the command name may hold spaces.
+double processCpuSeconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) {
+    return -1;
+  }
+  const size_t paren = line.rfind(')');
+  if (paren == std::string::npos) {
+    return -1;
+  }
+  std::istringstream fields(line.substr(paren + 1));
+  std::string field;
+  unsigned long long utime = 0;
+  unsigned long long stime = 0;
+  // After ')': state is field 3 of proc(5); utime and stime are fields 14 and 15.
+  for (int n = 3; n <= 15 && (fields >> field); ++n) {
+    if (n == 14) {
+      utime = std::stoull(field);
+    } else if (n == 15) {
+      stime = std::stoull(field);
+      const long ticks = sysconf(_SC_CLK_TCK);
+      return ticks > 0 ? static_cast<double>(utime + stime) / static_cast<double>(ticks) : -1;
+    }
+  }
+  return -1;
 }
 
 // Where workers leave their seconds for the controller: one queue per worker, touched once a
@@ -122,6 +156,8 @@ LoadResult LoadGenerator::run() {
 
   Mailbox mailbox(threads);
   const auto cpu_before = cpuSeconds();
+  const double server_cpu_before =
+      options_.server_pid > 0 ? processCpuSeconds(options_.server_pid) : -1;
   const uint64_t start = monotonicNs();
   std::vector<std::thread> running;
   for (uint32_t i = 0; i < threads; ++i) {
@@ -152,6 +188,12 @@ LoadResult LoadGenerator::run() {
     t.join();
   }
   const auto cpu_after = cpuSeconds();
+  if (server_cpu_before >= 0) {
+    const double server_cpu_after = processCpuSeconds(options_.server_pid);
+    if (server_cpu_after >= server_cpu_before) {
+      result.server_cpu_seconds = server_cpu_after - server_cpu_before;
+    }
+  }
   result.cpu_user_seconds = cpu_after.first - cpu_before.first;
   result.cpu_seconds = result.cpu_user_seconds + cpu_after.second - cpu_before.second;
   result.duration_s = previous_end;

@@ -15,6 +15,9 @@ struct LoadResult {
   double duration_s = 0;   // from the start until the last reply or failure
   double cpu_seconds = 0;  // this process, user + system, during the measured run
   double cpu_user_seconds = 0;
+  // --server-pid: that process's user + system CPU seconds over the same window; -1 when not
+  // asked for or unreadable (the process is gone, or /proc is not Linux's).
+  double server_cpu_seconds = -1;
   uint64_t unsent = 0;   // open loop: due but never sent, every connection being full
   uint32_t seconds = 0;  // intervals reported
   bool warmed = false;
@@ -23,6 +26,12 @@ struct LoadResult {
 
   double opsPerSecond() const {
     return duration_s > 0 ? static_cast<double>(total.counters.replies) / duration_s : 0;
+  }
+  // Server CPU microseconds per reply; -1 when unknown.
+  double serverCpuUsPerReply() const {
+    return server_cpu_seconds >= 0 && total.counters.replies > 0
+               ? server_cpu_seconds * 1e6 / static_cast<double>(total.counters.replies)
+               : -1;
   }
   double cpuPercentOfOneCore() const {
     return duration_s > 0 ? 100.0 * cpu_seconds / duration_s : 0;

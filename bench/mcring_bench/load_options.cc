@@ -17,6 +17,14 @@ sets, and reports throughput, hit ratio, latency percentiles, errors and its own
 
 target
   --server HOST:PORT     loopback only: 127.0.0.0/8, [::1] or localhost   (required)
+  --server-pid PID       also report that process's CPU (utime + stime from /proc/PID/stat)
+                         over the measured run, in total and per reply
+workload presets (applied first; any flag below overrides them, whatever the order)
+  --workload NAME        mix:       50 connections, pipeline 1, set:get 1:10, 100000 uniform
+                                    keys, values 32-100 B
+                         gets:      as mix, gets only (0:1)
+                         multiget:  as gets, each get asks 10 keys
+                         pipelined: as mix, pipeline 16, set:get 1:9
 load shape
   --connections N        TCP connections (default 16)
   --pipeline D           requests in flight per connection (default 1)
@@ -76,6 +84,39 @@ std::string formatDouble(double v) {
 
 }  // namespace
 
+const char kWorkloadNames[] = "mix, gets, multiget, pipelined";
+
+bool applyWorkloadPreset(const std::string& name, LoadOptions* options) {
+  if (name != "mix" && name != "gets" && name != "multiget" && name != "pipelined") {
+    return false;
+  }
+  // What all four share: the shape of the outside review's measurement (50 connections, 100000
+  // uniformly drawn keys, 32-100 B values).
+  options->connections = 50;
+  options->pipeline = 1;
+  options->keys = 100000;
+  options->zipf_exponent = 0;
+  options->value_min = 32;
+  options->value_max = 100;
+  options->set_weight = 1;
+  options->get_weight = 10;
+  options->multiget = 1;
+  if (name == "gets" || name == "multiget") {
+    options->set_weight = 0;
+    options->get_weight = 1;
+  }
+  if (name == "multiget") {
+    options->multiget = 10;
+  }
+  if (name == "pipelined") {
+    options->pipeline = 16;
+    options->set_weight = 1;
+    options->get_weight = 9;
+  }
+  options->workload = name;
+  return true;
+}
+
 std::string keyDistText(const LoadOptions& options) {
   return options.zipf_exponent > 0 ? "zipf:" + formatDouble(options.zipf_exponent) : "uniform";
 }
@@ -97,6 +138,26 @@ std::optional<LoadOptions> parseLoadFlags(const std::vector<std::string>& args, 
   bool have_server = false;
   bool have_duration = false;
   *help = false;
+
+  // The preset first, so that every other flag overrides it wherever it stands.
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string name;
+    if (args[i] == "--workload" && i + 1 < args.size()) {
+      name = args[i + 1];
+    } else if (args[i].starts_with("--workload=")) {
+      name = args[i].substr(std::string_view("--workload=").size());
+    } else {
+      continue;
+    }
+    if (!options.workload.empty() && options.workload != name) {
+      *error = "--workload given twice";
+      return std::nullopt;
+    }
+    if (!applyWorkloadPreset(name, &options)) {
+      *error = "--workload " + name + ": expected one of " + kWorkloadNames;
+      return std::nullopt;
+    }
+  }
 
   for (size_t i = 0; i < args.size(); ++i) {
     std::string_view flag = args[i];
@@ -136,7 +197,13 @@ std::optional<LoadOptions> parseLoadFlags(const std::vector<std::string>& args, 
       return std::nullopt;
     }
 
-    if (flag == "--server") {
+    if (flag == "--workload") {
+      continue;  // applied above
+    } else if (flag == "--server-pid") {
+      if (!integerIn<int>(flag, value, 1, 1 << 30, &options.server_pid, error)) {
+        return std::nullopt;
+      }
+    } else if (flag == "--server") {
       auto endpoint = parseLoopbackEndpoint(value, error);
       if (!endpoint) {
         return std::nullopt;

@@ -34,6 +34,8 @@ struct LoadOptions {
   bool warm = false;
   uint64_t seed = 1;
   uint32_t timeout_ms = 1000;  // a request without reply for this long fails its connection
+  std::string workload;        // the --workload preset the flags started from; empty: none
+  int server_pid = 0;          // --server-pid: also report this process's CPU; 0: none
 
   bool openLoop() const { return rate > 0; }
 };
@@ -46,6 +48,15 @@ struct LoadOutput {
 };
 
 extern const char kLoadUsage[];
+
+// --workload NAME: a named preset of the load-shape, key and value flags, applied before the other
+// flags (which override it whatever their order). False for an unknown name.
+//   mix        50 connections, pipeline 1, 1:10 set:get, 100000 uniform keys, 32-100 B values
+//   gets       as mix, gets only (0:1)
+//   multiget   as gets, each get asks 10 keys
+//   pipelined  as mix with pipeline 16 and 1:9
+bool applyWorkloadPreset(const std::string& name, LoadOptions* options);
+extern const char kWorkloadNames[];  // "mix, gets, multiget, pipelined"
 
 // Parses `load` flags (args exclude the subcommand). On error returns nullopt with a sentence in
 // *error. help is set (and nullopt returned) for --help.

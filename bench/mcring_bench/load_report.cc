@@ -63,6 +63,10 @@ void printSummaryText(std::FILE* out, const LoadOptions& options, const LoadResu
   std::fprintf(out, "mcring-bench load -> %s: %s, %u connections x pipeline %u, %u thread%s\n",
                options.server.text.c_str(), loopName(options).c_str(), options.connections,
                options.pipeline, options.threads, options.threads == 1 ? "" : "s");
+  if (!options.workload.empty()) {
+    std::fprintf(out, "  workload %s (preset; flags given override it)\n",
+                 options.workload.c_str());
+  }
   std::fprintf(out, "  keys %llu %s (\"%s...\"), values %s B, set:get %s, multiget %u, seed %llu\n",
                u(options.keys), keyDistText(options).c_str(), options.key_prefix.c_str(),
                valueSizeText(options).c_str(), ratioText(options).c_str(), options.multiget,
@@ -110,6 +114,17 @@ void printSummaryText(std::FILE* out, const LoadOptions& options, const LoadResu
   std::fprintf(out, "generator   cpu %.2f s (user %.2f + sys %.2f) = %.0f%% of one core\n",
                result.cpu_seconds, result.cpu_user_seconds,
                result.cpu_seconds - result.cpu_user_seconds, result.cpuPercentOfOneCore());
+  if (options.server_pid > 0) {
+    if (result.server_cpu_seconds >= 0) {
+      std::fprintf(out, "server      cpu %.2f s (pid %d) = %.0f%% of one core, %.2f us per reply\n",
+                   result.server_cpu_seconds, options.server_pid,
+                   result.duration_s > 0 ? 100.0 * result.server_cpu_seconds / result.duration_s
+                                         : 0.0,
+                   result.serverCpuUsPerReply());
+    } else {
+      std::fprintf(out, "server      cpu unknown (/proc/%d/stat unreadable)\n", options.server_pid);
+    }
+  }
 }
 
 void printSummaryJson(std::FILE* out, const LoadOptions& options, const LoadResult& result) {
@@ -139,6 +154,12 @@ void printSummaryJson(std::FILE* out, const LoadOptions& options, const LoadResu
                u(c.get_keys), u(c.hits), u(c.sets), u(c.not_stored), micros(h.percentile(50)),
                micros(h.percentile(90)), micros(h.percentile(99)), micros(h.percentile(99.9)),
                micros(h.max()));
+  if (options.server_pid > 0 && result.server_cpu_seconds >= 0) {
+    std::fprintf(out, "\"server_cpu_seconds\":%.3f,\"server_cpu_us_per_reply\":%.3f,",
+                 result.server_cpu_seconds, result.serverCpuUsPerReply());
+  } else {
+    std::fprintf(out, "\"server_cpu_seconds\":null,\"server_cpu_us_per_reply\":null,");
+  }
   std::fprintf(out,
                "\"cpu_seconds\":%.3f,\"cpu_user_seconds\":%.3f,\"cpu_percent\":%.1f,"
                "\"duration_s\":%.3f,\"unsent\":%llu,",
@@ -154,13 +175,15 @@ void printSummaryJson(std::FILE* out, const LoadOptions& options, const LoadResu
                "\"threads\":%u,\"keys\":%llu,\"key_prefix\":%s,\"key_dist\":\"%s\","
                "\"value_size\":\"%s\",\"ratio\":\"%s\",\"multiget\":%u,\"rate\":%.1f,"
                "\"duration_s\":%.3f,\"requests\":%llu,\"warm\":%s,\"seed\":%llu,"
-               "\"timeout_ms\":%u}}\n",
+               "\"timeout_ms\":%u,\"workload\":%s,\"server_pid\":%d}}\n",
                jsonString(options.server.text).c_str(), options.openLoop() ? "open" : "closed",
                options.connections, options.pipeline, options.threads, u(options.keys),
                jsonString(options.key_prefix).c_str(), keyDistText(options).c_str(),
                valueSizeText(options).c_str(), ratioText(options).c_str(), options.multiget,
                options.rate, options.duration_s, u(options.requests),
-               options.warm ? "true" : "false", u(options.seed), options.timeout_ms);
+               options.warm ? "true" : "false", u(options.seed), options.timeout_ms,
+               options.workload.empty() ? "null" : jsonString(options.workload).c_str(),
+               options.server_pid);
 }
 
 TimelineWriter::~TimelineWriter() {

@@ -88,4 +88,31 @@ for name in failed:
     print("FAIL:", name)
 sys.exit(1 if failed else 0)
 ' "$out"
+# The mix preset (50 connections, 1:10 set:get over 100000 keys, 32-100 B) with the server's CPU
+# read from /proc: a shape check, not a timing one.
+"$bench" load --server "127.0.0.1:$port" --workload mix --requests 3000 --duration 30 \
+  --server-pid "$memcached_pid" --json --quiet >"$out" || status=$?
+cat "$out"
+if [[ $status -ne 0 ]]; then
+  echo "FAIL: mcring-bench load --workload mix exited with $status"
+  exit 1
+fi
+/usr/bin/python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+p = r["params"]
+checks = [
+    ("requests == replies + errors", r["requests"] == r["replies"] + r["errors"]["total"]),
+    ("errors == 0", r["errors"]["total"] == 0),
+    ("preset shape", (p["workload"], p["connections"], p["pipeline"], p["keys"], p["value_size"],
+                      p["ratio"], p["multiget"]) == ("mix", 50, 1, 100000, "32-100", "1:10", 1)),
+    ("sets about 1 in 11", 0.04 < r["sets"] / r["replies"] < 0.16),
+    ("server cpu read", r["server_cpu_seconds"] is not None and r["server_cpu_seconds"] >= 0),
+    ("server cpu per reply", r["server_cpu_us_per_reply"] is not None),
+]
+failed = [name for name, ok in checks if not ok]
+for name in failed:
+    print("FAIL:", name)
+sys.exit(1 if failed else 0)
+' "$out"
 echo "PASS: bench_load_smoke"
