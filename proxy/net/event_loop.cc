@@ -19,6 +19,11 @@ void initThreading() {
   evthread_use_pthreads();
 }
 
+void setAllocator(void* (*malloc_fn)(size_t), void* (*realloc_fn)(void*, size_t),
+                  void (*free_fn)(void*)) {
+  event_set_mem_functions(malloc_fn, realloc_fn, free_fn);
+}
+
 EventLoop::EventLoop() {
   // Each base is only ever touched by its own thread (post() crosses threads with an eventfd),
   // so it needs none of libevent's locks.

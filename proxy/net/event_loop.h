@@ -85,6 +85,10 @@ class SignalWatcher {
 
 // Enables libevent's locking (the event bases themselves run without locks, see EventLoop); call
 // once, before creating loops used from several threads.
+// Replaces the allocator libevent uses for its buffers and events (tests count allocations
+// with it). Only before anything else of net is used.
+void setAllocator(void* (*malloc_fn)(size_t), void* (*realloc_fn)(void*, size_t),
+                  void (*free_fn)(void*));
 void initThreading();
 
 }  // namespace mcring::net
