@@ -15,7 +15,7 @@
 #include "proxy/cli/plan_command.h"
 #include "proxy/cli/route_command.h"
 #include "proxy/common/log.h"
-#include "proxy/core/proxy.h"
+#include "proxy/control/proxy.h"
 #include "proxy/net/event_loop.h"
 
 namespace {

@@ -28,10 +28,13 @@
 #include <vector>
 
 #include "proxy/common/log.h"
-#include "proxy/core/proxy.h"
+#include "proxy/control/proxy.h"
 #include "proxy/net/event_loop.h"
 
 extern char** environ;
+
+// operator delete below frees what operator new got from malloc: the pair is consistent.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 
 namespace {
 

@@ -1,0 +1,308 @@
+// AdminEndpoint: renders the proxy's state for HTTP clients and accepts reload requests.
+#include "proxy/admin/admin_endpoint.h"
+
+#include "mcring_version.h"
+#include "proxy/admin/membership_monitor.h"
+#include "proxy/common/json.h"
+
+namespace mcring::core {
+
+bool AdminEndpoint::open(net::EventLoop& loop, const std::string& address, uint16_t port,
+                         std::string* error) {
+  server_ = net::HttpServer::open(
+      loop, address, port,
+      [this](const std::string& method, const std::string& path) { return handle(method, path); },
+      error);
+  return server_ != nullptr;
+}
+
+net::HttpResponse AdminEndpoint::handle(const std::string& method, const std::string& path) {
+  net::HttpResponse r;
+  if (path == "/reload") {
+    if (method != "POST") {
+      return {405, "text/plain; charset=utf-8", "use POST /reload\n"};
+    }
+    proxy_.reload("admin");
+    auto recent = proxy_.reloads().recent();
+    r.content_type = "application/json";
+    r.body = reloadsJson();
+    if (!recent.empty() && recent.back().result == ReloadResult::Failed) {
+      r.status = 422;
+    }
+    return r;
+  }
+  if (method != "GET" && method != "HEAD") {
+    return {405, "text/plain; charset=utf-8", "method not allowed\n"};
+  }
+  if (path == "/healthz") {
+    if (proxy_.stopping()) {
+      return {503, "text/plain; charset=utf-8", "stopping\n"};
+    }
+    r.body = "ok\n";
+  } else if (path == "/metrics") {
+    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+    r.body = metrics();
+  } else if (path == "/stats") {
+    r.content_type = "application/json";
+    r.body = statsJson();
+  } else if (path == "/reloads") {
+    r.content_type = "application/json";
+    r.body = reloadsJson();
+  } else if (path == "/events") {
+    r.content_type = "application/json";
+    r.body = eventsJson();
+  } else {
+    return {404, "text/plain; charset=utf-8",
+            "not found; try /healthz /metrics /stats /reloads, POST /reload\n"};
+  }
+  return r;
+}
+
+std::string AdminEndpoint::metrics() const {
+  const StatsReporter& rep = proxy_.reporter();
+  std::string out;
+  auto metric = [&](const std::string& name, const char* type, const char* help,
+                    const std::string& value) {
+    out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name + " " +
+           value + "\n";
+  };
+  // The proxy-wide backend_* totals are left out: they are the sums of the labelled
+  // mcring_backend_* families below, and would collide with their names.
+#define MCRING_X(name, kind, help)                                                          \
+  if (!std::string_view(#name).starts_with("backend_")) {                                  \
+    metric(stats::MetricKind::kind == stats::MetricKind::Counter ? "mcring_" #name "_total" \
+                                                                 : "mcring_" #name,         \
+           stats::MetricKind::kind == stats::MetricKind::Counter ? "counter" : "gauge", help, \
+           std::to_string(rep.sum(&stats::WorkerCounters::name)));                          \
+  }
+  MCRING_WORKER_COUNTERS(MCRING_X)
+#undef MCRING_X
+  metric("mcring_rejected_connections_total", "counter",
+         "client connections turned away by a pool's client_connections limit",
+         std::to_string(rep.rejectedConnections()));
+  metric("mcring_uptime_seconds", "gauge", "seconds since the proxy started",
+         std::to_string(rep.uptime()));
+  metric("mcring_config_generation", "gauge", "generation of the configuration in force",
+         std::to_string(proxy_.generation()));
+  metric("mcring_reloads_total", "counter", "reload attempts (any result)",
+         std::to_string(proxy_.reloads().attempts()));
+  metric("mcring_reload_failures_total", "counter", "reload attempts rejected",
+         std::to_string(proxy_.reloads().failures()));
+  backendMetrics(&out);
+  out += "# HELP mcring_build_info build information\n# TYPE mcring_build_info gauge\n";
+  out += "mcring_build_info{version=\"" MCRING_VERSION "\"} 1\n";
+  return out;
+}
+
+namespace {
+
+std::string fmt(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+std::string labels(const std::string& pool, const std::string& backend) {
+  std::string l = "{pool=";
+  common::appendJsonString(&l, pool);
+  l += ",backend=";
+  common::appendJsonString(&l, backend);
+  return l + "}";
+}
+
+}  // namespace
+
+// Per-backend families, one HELP/TYPE per family, labels pool and backend (host:port).
+void AdminEndpoint::backendMetrics(std::string* out) const {
+  std::vector<PoolReport> report = proxy_.reporter().backendReport();
+  auto family = [&](const std::string& name, const char* type, const char* help, auto value) {
+    *out += "# HELP " + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+    for (const PoolReport& p : report) {
+      for (const BackendRow& b : p.backends) {
+        *out += name + labels(p.pool, b.totals.identity) + " " + value(b) + "\n";
+      }
+    }
+  };
+#define MCRING_X(field, kind, help)                                                          \
+  family(stats::MetricKind::kind == stats::MetricKind::Counter                               \
+             ? "mcring_backend_" #field "_total"                                             \
+             : "mcring_backend_" #field,                                                     \
+         stats::MetricKind::kind == stats::MetricKind::Counter ? "counter" : "gauge", help,  \
+         [](const BackendRow& b) { return std::to_string(b.totals.field); });
+  MCRING_BACKEND_COUNTERS(MCRING_X)
+#undef MCRING_X
+  family("mcring_backend_ejected", "gauge",
+         "1 while the backend is out of the ring (auto_eject_hosts), else 0",
+         [](const BackendRow& b) { return std::string(b.ejected ? "1" : "0"); });
+  family("mcring_backend_distinct_keys", "gauge",
+         "estimated distinct keys routed to the backend since start (HyperLogLog)",
+         [](const BackendRow& b) { return fmt(b.totals.distinct_keys); });
+  family("mcring_backend_ownership_ratio", "gauge",
+         "share of the key-hash space the backend owns under the current topology",
+         [](const BackendRow& b) { return fmt(b.ownership); });
+  family("mcring_backend_curr_items", "gauge", "items the backend holds (its own stats)",
+         [](const BackendRow& b) { return std::to_string(b.items.curr_items); });
+  family("mcring_backend_bytes", "gauge", "bytes the backend holds (its own stats)",
+         [](const BackendRow& b) { return std::to_string(b.items.bytes); });
+  family("mcring_backend_evictions", "gauge", "evictions reported by the backend (its own stats)",
+         [](const BackendRow& b) { return std::to_string(b.items.evictions); });
+  // Latency as a Prometheus histogram with coarse buckets derived from the log-linear one.
+  static const uint64_t kBounds[] = {50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000,
+                                     50000, 100000, 250000, 1000000};
+  *out += "# HELP mcring_backend_latency_seconds request sent to reply received\n"
+          "# TYPE mcring_backend_latency_seconds histogram\n";
+  for (const PoolReport& p : report) {
+    for (const BackendRow& b : p.backends) {
+      std::string l = labels(p.pool, b.totals.identity);
+      l.pop_back();  // reopen the label set to add le
+      uint64_t total = 0;
+      for (uint64_t c : b.totals.latency) {
+        total += c;
+      }
+      for (uint64_t bound : kBounds) {
+        uint64_t cum = 0;
+        for (int i = 0; i < stats::LatencyHistogram::kBuckets; ++i) {
+          if (stats::LatencyHistogram::upperBound(i) <= bound) {
+            cum += b.totals.latency[i];
+          }
+        }
+        *out += "mcring_backend_latency_seconds_bucket" + l + ",le=\"" +
+                fmt(static_cast<double>(bound) / 1e6) + "\"} " + std::to_string(cum) + "\n";
+      }
+      *out += "mcring_backend_latency_seconds_bucket" + l + ",le=\"+Inf\"} " +
+              std::to_string(total) + "\n";
+      // The sum is estimated from bucket bounds (the histogram keeps counts only).
+      double sum = 0;
+      for (int i = 0; i < stats::LatencyHistogram::kBuckets; ++i) {
+        sum += static_cast<double>(b.totals.latency[i]) *
+               static_cast<double>(stats::LatencyHistogram::upperBound(i));
+      }
+      *out += "mcring_backend_latency_seconds_sum" + labels(p.pool, b.totals.identity) + " " +
+              fmt(sum / 1e6) + "\n";
+      *out += "mcring_backend_latency_seconds_count" + labels(p.pool, b.totals.identity) +
+              " " + std::to_string(total) + "\n";
+    }
+  }
+  auto poolFamily = [&](const char* name, const char* help, auto value) {
+    *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+    for (const PoolReport& p : report) {
+      std::string l = "{pool=";
+      common::appendJsonString(&l, p.pool);
+      *out += std::string(name) + l + "} " + fmt(value(p)) + "\n";
+    }
+  };
+  poolFamily("mcring_pool_imbalance_requests", "max/mean of requests over the pool's backends",
+             [](const PoolReport& p) { return p.imbalance.requests; });
+  poolFamily("mcring_pool_imbalance_distinct_keys",
+             "max/mean of distinct keys over the pool's backends",
+             [](const PoolReport& p) { return p.imbalance.distinct_keys; });
+  poolFamily("mcring_pool_imbalance_ownership", "max/mean of keyspace ownership",
+             [](const PoolReport& p) { return p.imbalance.ownership; });
+  poolFamily("mcring_pool_imbalance_items", "max/mean of items held (backends' stats)",
+             [](const PoolReport& p) { return p.imbalance.items; });
+  const MembershipMonitor* monitor = proxy_.reporter().monitor();
+  if (monitor != nullptr) {
+    auto events = monitor->events();
+    *out += "# HELP mcring_membership_events_total membership changes recorded\n"
+            "# TYPE mcring_membership_events_total counter\n"
+            "mcring_membership_events_total " + std::to_string(events.empty() ? 0 : events.back().id) +
+            "\n";
+  }
+}
+
+std::string AdminEndpoint::eventsJson() const {
+  std::string out = "[";
+  const MembershipMonitor* monitor = proxy_.reporter().monitor();
+  bool first = true;
+  if (monitor != nullptr) {
+    for (const MembershipEvent& e : monitor->events()) {
+      out += first ? "" : ",";
+      first = false;
+      out += "{\"id\":" + std::to_string(e.id) + ",\"time\":" + std::to_string(e.time) +
+             ",\"kind\":";
+      common::appendJsonString(&out, e.kind);
+      out += ",\"pool\":";
+      common::appendJsonString(&out, e.pool);
+      out += ",\"servers_before\":" + std::to_string(e.servers_before) +
+             ",\"servers_after\":" + std::to_string(e.servers_after) + ",\"added\":[";
+      for (size_t i = 0; i < e.added.size(); ++i) {
+        out += i ? "," : "";
+        common::appendJsonString(&out, e.added[i]);
+      }
+      out += "],\"removed\":[";
+      for (size_t i = 0; i < e.removed.size(); ++i) {
+        out += i ? "," : "";
+        common::appendJsonString(&out, e.removed[i]);
+      }
+      out += "],\"warmup_window_ms\":" + std::to_string(e.warmup_window_ms) +
+             ",\"prediction\":{\"method\":";
+      common::appendJsonString(&out, e.method);
+      out += ",\"moved_fraction\":" + fmt(e.predicted_moved) +
+             ",\"modula_moved_fraction\":" + fmt(e.modula_moved) + ",\"matrix\":[";
+      for (size_t i = 0; i < e.cells.size(); ++i) {
+        const auto& c = e.cells[i];
+        out += i ? "," : "";
+        out += "{\"from\":";
+        common::appendJsonString(&out, c.from < e.before_ids.size() ? e.before_ids[c.from] : "");
+        out += ",\"to\":";
+        common::appendJsonString(&out, c.to < e.after_ids.size() ? e.after_ids[c.to] : "");
+        out += ",\"fraction\":" + fmt(c.fraction) + ",\"moved\":" + (c.moved ? "true" : "false") +
+               "}";
+      }
+      const auto& m = e.measured;
+      out += "]},\"measurement\":{\"baseline_valid\":" + std::string(m.baseline_valid ? "true" : "false") +
+             ",\"baseline_miss_ratio\":" + fmt(m.baseline) + ",\"peak_miss_ratio\":" + fmt(m.peak) +
+             ",\"spike\":" + (m.spike ? "true" : "false") + ",\"extra_misses\":" + fmt(m.extra_misses) +
+             ",\"recovered\":" + (m.recovered ? "true" : "false") +
+             ",\"recovery_seconds\":" + std::to_string(m.recovery_seconds) + "},\"judged\":" +
+             (e.judged ? "true" : "false") + ",\"verdict\":";
+      common::appendJsonString(&out, e.verdict);
+      out += "}";
+    }
+  }
+  out += "]\n";
+  return out;
+}
+
+std::string AdminEndpoint::statsJson() const {
+  const StatsReporter& rep = proxy_.reporter();
+  std::string out = "{\"version\":\"" MCRING_VERSION "\",\"uptime\":" +
+                    std::to_string(rep.uptime()) +
+                    ",\"config_generation\":" + std::to_string(proxy_.generation()) +
+                    ",\"reloads\":" + std::to_string(proxy_.reloads().attempts()) +
+                    ",\"reload_failures\":" + std::to_string(proxy_.reloads().failures()) +
+                    ",\"reload_last_error\":";
+  common::appendJsonString(&out, proxy_.reloads().lastError());
+  out += ",\"counters\":{";
+  bool first = true;
+#define MCRING_X(name, kind, help)                                                   \
+  out += std::string(first ? "" : ",") + "\"" #name "\":" +                          \
+         std::to_string(rep.sum(&stats::WorkerCounters::name));                      \
+  first = false;
+  MCRING_WORKER_COUNTERS(MCRING_X)
+#undef MCRING_X
+  out += "}}\n";
+  return out;
+}
+
+std::string AdminEndpoint::reloadsJson() const {
+  std::string out = "[";
+  bool first = true;
+  for (const ReloadRecord& r : proxy_.reloads().recent()) {
+    out += first ? "" : ",";
+    first = false;
+    out += "{\"id\":" + std::to_string(r.id) + ",\"time\":" + std::to_string(r.time) +
+           ",\"source\":";
+    common::appendJsonString(&out, r.source);
+    out += ",\"result\":\"" + std::string(reloadResultName(r.result)) +
+           "\",\"generation\":" + std::to_string(r.generation) + ",\"diff\":";
+    common::appendJsonString(&out, r.diff);
+    out += ",\"error\":";
+    common::appendJsonString(&out, r.error);
+    out += "}";
+  }
+  out += "]\n";
+  return out;
+}
+
+}  // namespace mcring::core

@@ -1,0 +1,75 @@
+// Answers the `stats` command: the proxy's own totals, summed over workers on read.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <memory>
+#include <mutex>
+#include <set>
+
+#include "config/topology.h"
+#include "proxy/admin/backend_report.h"
+#include "proxy/admin/reload_history.h"
+#include "proxy/stats/backend_stats.h"
+#include "proxy/stats/counters.h"
+#include "proxy/stats/stats_renderer.h"
+
+namespace mcring::core {
+
+class StatsReporter final : public stats::StatsRenderer {
+ public:
+  StatsReporter();
+  void addWorker(const stats::WorkerCounters* counters, const stats::BackendStatsList* backends) {
+    workers_.push_back(counters);
+    backend_lists_.push_back(backends);
+  }
+  void setTopology(std::shared_ptr<const config::Topology> topology) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    topology_ = std::move(topology);
+  }
+  void setPoller(const class BackendPoller* poller) { poller_ = poller; }
+  void setEjected(std::set<std::pair<std::string, std::string>> ejected) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ejected_ = std::move(ejected);
+  }
+  void setMonitor(const class MembershipMonitor* monitor) { monitor_ = monitor; }
+  const class MembershipMonitor* monitor() const { return monitor_; }
+  // Any thread: every pool's backends, summed over workers, with ownership and items.
+  std::vector<PoolReport> backendReport() const;
+  void setReloadHistory(const ReloadHistory* reloads) { reloads_ = reloads; }
+  void setGeneration(uint64_t g) { generation_.store(g, std::memory_order_relaxed); }
+  // Connections turned away by a pool's client_connections limit (counted on the main thread).
+  void countRejectedConnection() { rejected_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t rejectedConnections() const { return rejected_.load(std::memory_order_relaxed); }
+
+  // Writes the reply to `stats <args>` into *out ("STAT ...\r\n"... "END\r\n"). Returns false
+  // (and an ERROR reply) for arguments it does not know, as memcached does.
+  bool render(std::string_view args, std::string* out) const override;
+
+  uint64_t uptime() const;
+  // Sum of one counter over all workers.
+  uint64_t sum(std::atomic<uint64_t> stats::WorkerCounters::*field) const;
+
+ private:
+  std::vector<const stats::WorkerCounters*> workers_;
+  void renderReloads(std::string* out) const;
+  void renderBackends(std::string* out) const;
+  void renderEvents(std::string* out) const;
+
+  std::vector<const stats::BackendStatsList*> backend_lists_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<const config::Topology> topology_;
+  std::set<std::pair<std::string, std::string>> ejected_;
+  const class BackendPoller* poller_ = nullptr;
+  const class MembershipMonitor* monitor_ = nullptr;
+
+  uint64_t start_time_;  // wall clock seconds at start (uptime)
+  const ReloadHistory* reloads_ = nullptr;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<uint64_t> rejected_{0};
+};
+
+}  // namespace mcring::core

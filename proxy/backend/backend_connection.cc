@@ -1,0 +1,582 @@
+// BackendConnection: pipelined request/reply matching over one backend socket.
+#include "proxy/backend/backend_connection.h"
+
+#include <cstring>
+
+#include "proxy/backend/backend_server.h"
+#include "proxy/backend/pool_runtime.h"
+#include "proxy/backend/worker_context.h"
+#include "proxy/common/clock.h"
+#include "proxy/common/log.h"
+
+namespace mcring::core {
+
+using protocol::ReplyKind;
+
+namespace {
+
+uint64_t monotonicMicros() { return common::monotonicNs() / 1000; }
+
+}  // namespace
+
+BackendConnection::BackendConnection(BackendServer& server) : server_(server) {}
+
+BackendConnection::~BackendConnection() {
+  // Owners abort before destroying; anything left is failed so no request dangles.
+  if (!inflight_.empty()) {
+    failAll(BackendFailure::ConnectionClosed);
+  }
+}
+
+bool BackendConnection::ensureConnected() {
+  if (state_ != State::Closed) {
+    return true;
+  }
+  const auto& pool = server_.pool().config();
+  tcp_ = net::TcpConnection::connect(server_.worker().loop(), server_.address(), this,
+                                     pool.timeout_ms, /*keepalive=*/false);
+  if (!tcp_) {
+    stats::bump(server_.worker().counters().backend_connect_failures);
+    server_.onFailure(BackendFailure::ConnectFailed);
+    return false;
+  }
+  state_ = State::Connecting;
+  timeout_armed_ = false;
+  return true;
+}
+
+void BackendConnection::expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect e,
+                               uint64_t bytes) {
+  ++r->refs;
+  inflight_.push_back(InFlight{r, fragment, delivery, e, monotonicMicros()});
+  stats::bump(server_.worker().counters().backend_requests);
+  stats::BackendStats& bs = server_.stats();
+  stats::bump(bs.requests);
+  stats::bump(bs.bytes_sent, bytes);
+  if (!timeout_armed_) {
+    updateTimeout();
+  }
+}
+
+// A request timeout is a read timeout armed while replies are owed: no byte from the backend
+// for `timeout` ms with requests in flight resets the connection (its replies can no longer be
+// matched to requests). Not armed while connecting: the connect timeout covers that.
+void BackendConnection::updateTimeout() {
+  uint32_t ms = server_.pool().config().timeout_ms;
+  if (ms == 0 || state_ != State::Connected || !tcp_) {
+    return;
+  }
+  bool want = !inflight_.empty();
+  if (want != timeout_armed_) {
+    tcp_->setReadTimeout(want ? ms : 0);
+    timeout_armed_ = want;
+  }
+}
+
+void BackendConnection::onConnected() {
+  state_ = State::Connected;
+  stats::bump(server_.worker().counters().backend_connections);
+  stats::bump(server_.stats().connections);
+  server_.onConnected();
+  updateTimeout();
+}
+
+void BackendConnection::onReadable() {
+  if (paused_) {
+    return;  // the bytes wait in the input until the client being streamed to reads
+  }
+  net::Buffer& in = tcp_->input();
+  while (!inflight_.empty()) {
+    protocol::Reply rep;
+    const protocol::ReplyFrame frame = framer_.next(in, rep);
+    if (frame.kind == protocol::ReplyFrameKind::NeedMore) {
+      break;  // a line or a data block still arriving
+    }
+    if (frame.kind == protocol::ReplyFrameKind::Invalid) {
+      abort(BackendFailure::ProtocolError);
+      server_.worker().onBackendIdle();
+      return;
+    }
+    InFlight& f = inflight_.front();
+    if (mustWait(*f.req)) {
+      pause();
+      return;
+    }
+    const std::string_view line = frame.line;
+    const uint64_t total = frame.length;
+    Step step = f.expect == Expect::SharedLine ? deliverShared(f, rep, line) : deliver(f, rep, line);
+    if (step == Step::Desync) {
+      abort(BackendFailure::ProtocolError);
+      server_.worker().onBackendIdle();
+      return;
+    }
+    if (step != Step::Pass) {  // a passed unit is counted when the next request takes it
+      stats::bump(server_.stats().bytes_received, total);
+    }
+    if (step == Step::Done || step == Step::Pass) {
+      if (!rep.isError() || rep.kind != ReplyKind::ServerError) {
+        server_.onReplyOk();
+      }
+      InFlight done = f;
+      inflight_.pop_front();
+      uint64_t now = monotonicMicros();
+      server_.stats().latency.record(now > done.sent_us ? now - done.sent_us : 0);
+      finish(done);
+    }
+  }
+  if (inflight_.empty() && in.size() > 0) {
+    // Bytes nobody asked for: the backend is not speaking our protocol.
+    abort(BackendFailure::ProtocolError);
+    server_.worker().onBackendIdle();
+    return;
+  }
+  updateTimeout();
+  if (inflight_.empty()) {
+    server_.worker().onBackendIdle();
+  }
+}
+
+// The unit at the front is for `r`, whose reply streams to a client that has a full output:
+// delivering it would pass the client's budget, so this connection waits for the client.
+bool BackendConnection::mustWait(PendingRequest& r) {
+  RequestOwner* s = r.session;
+  return s != nullptr && !r.refused && s->outputFull() && s->tryStream(r);
+}
+
+// Stops reading this connection until the client being streamed to has room; a client that
+// reads nothing for RequestOwner::kSlowReaderMs is closed (its reply is then dropped), so the
+// other clients' requests behind it wait a bounded time.
+void BackendConnection::pause() {
+  paused_ = true;
+  tcp_->enableReading(false);
+  const uint64_t now = common::monotonicNs();
+  pause_progress_ns_ = now;
+  pause_output_ = UINT64_MAX;
+  if (!resume_timer_) {
+    resume_timer_ = std::make_unique<net::Timer>(server_.worker().loop(), [this] { checkPaused(); });
+  }
+  resume_timer_->start(kPausePollMs, /*periodic=*/true);
+}
+
+void BackendConnection::checkPaused() {
+  if (!paused_ || !tcp_ || inflight_.empty()) {
+    resume();
+    return;
+  }
+  PendingRequest* r = inflight_.front().req;
+  RequestOwner* s = r->session;
+  if (s == nullptr || !s->outputFull()) {
+    resume();
+    return;
+  }
+  const uint64_t now = common::monotonicNs();
+  const uint64_t out = s->outputSize();
+  if (out < pause_output_) {
+    pause_output_ = out;
+    pause_progress_ns_ = now;
+  } else if (now - pause_progress_ns_ >= uint64_t{RequestOwner::kSlowReaderMs} * 1000000) {
+    s->closeSlowReader();
+    resume();
+  }
+}
+
+void BackendConnection::resume() {
+  if (resume_timer_) {
+    resume_timer_->stop();
+  }
+  if (!paused_) {
+    return;
+  }
+  paused_ = false;
+  if (tcp_) {
+    tcp_->enableReading(true);
+    onReadable();
+  }
+}
+
+// n bytes at the front of the input are part of r's reply, bound for `sink` (its reply buffer or
+// a fragment's values): to the client's socket if r streams, held under the client's budget
+// otherwise, dropped if the client is gone or r was refused memory.
+void BackendConnection::forward(PendingRequest& r, net::Buffer& sink, uint64_t n) {
+  net::Buffer& in = tcp_->input();
+  RequestOwner* s = r.session;
+  if (s == nullptr || r.refused) {
+    in.drain(n);
+    return;
+  }
+  if (&sink == &r.reply && s->tryStream(r)) {
+    s->streamReply(in, n);
+    return;
+  }
+  if (!s->holdReply(r, n)) {
+    refuse(r);
+    in.drain(n);
+    return;
+  }
+  in.moveTo(sink, n);
+}
+
+// Out of memory for r's reply: what it holds goes, and its reply will be memcached's error.
+void BackendConnection::refuse(PendingRequest& r) {
+  r.refused = true;
+  r.reply.drain(r.reply.size());
+  for (uint32_t i = 0; i < r.fragment_count; ++i) {
+    r.fragments[i].values.drain(r.fragments[i].values.size());
+  }
+  if (r.session != nullptr) {
+    r.session->releaseHeld(r);
+  }
+  if (!r.failed) {
+    r.failed = true;
+    r.error_line.assign(kOutOfMemoryReply);
+  }
+}
+
+void BackendConnection::sendSharedKeys(PendingRequest* r, uint32_t fragment,
+                                       std::string_view command) {
+  const Fragment& frag = r->fragments[fragment];
+  size_t add = 0;
+  for (uint32_t idx : frag.key_indices) {
+    add += 1 + multigetKey(*r, idx).size();
+  }
+  if (!shared_command_.empty() &&
+      (shared_command_ != command || shared_length_ + add + 2 > kMaxSharedLine)) {
+    endSharedLine();
+  }
+  net::Buffer& out = tcp_->output();
+  if (shared_command_.empty()) {
+    out.append(command);
+    shared_command_ = command;
+    shared_length_ = command.size();
+  }
+  for (uint32_t idx : frag.key_indices) {
+    out.append(" ");
+    out.append(multigetKey(*r, idx));
+  }
+  shared_length_ += add;
+  expect(r, fragment, Delivery::Fragment, Expect::SharedLine, add);
+}
+
+void BackendConnection::endSharedLine() {
+  if (shared_command_.empty()) {
+    return;
+  }
+  shared_command_ = {};
+  shared_length_ = 0;
+  tcp_->output().append("\r\n");
+  stats::bump(server_.worker().counters().backend_get_lines);
+  // Every other expectation follows a write through output(), which ended the line first.
+  inflight_.back().line_end = true;
+}
+
+// A VALUE unit (n bytes at the front of the input) for `key`: the fragment's next expected key
+// equal to it takes it (keys before it, in order, missed). False if none of the remaining keys
+// is `key`; then they have all missed.
+bool BackendConnection::takeValue(PendingRequest& r, Fragment& fr, std::string_view key,
+                                  uint64_t n) {
+  while (fr.next_match < fr.key_indices.size()) {
+    uint32_t idx = fr.key_indices[fr.next_match++];
+    if (multigetKey(r, idx) == key) {
+      r.key_hit_length[idx] = n;
+      forward(r, multigetValueSink(r, fr), n);
+      ++fr.hits;
+      stats::bump(server_.worker().counters().get_hits);
+      stats::bump(server_.stats().get_hits);
+      return true;
+    }
+  }
+  return false;
+}
+
+// A request's keys within a shared get line: memcached answers the line's keys in order, hits
+// only, then one END; a unit that matches none of the head request's remaining keys means
+// they missed, and the unit is the next request's.
+BackendConnection::Step BackendConnection::deliverShared(InFlight& f, const protocol::Reply& rep,
+                                                         std::string_view line) {
+  PendingRequest* r = f.req;
+  Fragment& fr = r->fragments[f.fragment];
+  net::Buffer& in = tcp_->input();
+  if (rep.kind == ReplyKind::Value) {
+    if (takeValue(*r, fr, rep.key.in(line), rep.totalLength())) {
+      return Step::More;
+    }
+  } else if (rep.kind == ReplyKind::End) {
+    // fall through to the end of this request
+  } else if (rep.isError()) {
+    // One error answers the whole line (memcached stops there): every request of it fails.
+    if (!r->failed) {
+      r->failed = true;
+      r->error_line.assign(line.substr(0, rep.line_length));
+    }
+    if (rep.data_length > 0) {
+      return Step::Desync;
+    }
+  } else {
+    return Step::Desync;
+  }
+  if (!rep.isError()) {
+    stats::bump(server_.stats().get_misses, fr.key_indices.size() - fr.hits);
+  }
+  if (!f.line_end) {
+    return Step::Pass;
+  }
+  if (rep.kind == ReplyKind::Value) {
+    return Step::Desync;  // a VALUE for no key of the line
+  }
+  in.drain(rep.totalLength());
+  return Step::Done;
+}
+
+BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::Reply& rep,
+                                                   std::string_view line) {
+  PendingRequest* r = f.req;
+  net::Buffer& in = tcp_->input();
+  uint64_t n = rep.totalLength();
+  switch (f.delivery) {
+    case Delivery::Direct:
+      if (f.expect == Expect::UntilNoop) {
+        // The backend applied the q flag itself; the `mn` we added marks the end.
+        if (rep.kind == ReplyKind::MetaNoop) {
+          if (r->command == protocol::Command::MetaGet && hits_in_reply_ == 0) {
+            stats::bump(server_.stats().get_misses);
+          }
+          hits_in_reply_ = 0;
+          in.drain(n);
+          return Step::Done;
+        }
+        if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat) {
+          return Step::Desync;
+        }
+        if (r->command == protocol::Command::MetaGet &&
+            (rep.kind == ReplyKind::MetaValue || rep.kind == ReplyKind::MetaHit)) {
+          stats::bump(server_.stats().get_hits);
+        }
+        ++hits_in_reply_;
+        forward(*r, r->reply, n);
+        return Step::More;
+      }
+      if (f.expect == Expect::OneUnit) {
+        if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat) {
+          return Step::Desync;
+        }
+        if (r->command == protocol::Command::MetaGet) {
+          bool hit = rep.kind == ReplyKind::MetaValue || rep.kind == ReplyKind::MetaHit;
+          stats::bump(hit ? server_.stats().get_hits : server_.stats().get_misses);
+          if (rep.kind == ReplyKind::MetaMiss && r->warm && !r->warm_hop_started &&
+              r->session != nullptr &&
+              server_.worker().steps().launchMetaWarmup(*r, r->session->pool(), server_.worker(),
+                                                        r->session->id())) {
+            // Kept (it carries the client's k/O flags) unless the previous server has the key.
+            forward(*r, r->reply, n);
+            return Step::Done;
+          }
+        }
+        // Classic noreply: memcached silences every reply but SERVER_ERROR (sent through its
+        // out_errstring(), which ignores noreply); the proxy does the same with the backend's.
+        if (r->noreply && rep.kind != ReplyKind::ServerError) {
+          in.drain(n);
+        } else {
+          forward(*r, r->reply, n);
+        }
+        return Step::Done;
+      }
+      if (rep.kind == ReplyKind::Value) {
+        ++hits_in_reply_;
+        forward(*r, r->reply, n);
+        return Step::More;
+      }
+      if (rep.kind == ReplyKind::End || rep.isError()) {
+        forward(*r, r->reply, n);
+        auto& c = server_.worker().counters();
+        uint64_t misses = r->key_count > hits_in_reply_ ? r->key_count - hits_in_reply_ : 0;
+        stats::bump(c.get_hits, hits_in_reply_);
+        stats::bump(c.get_misses, misses);
+        stats::bump(server_.stats().get_hits, hits_in_reply_);
+        stats::bump(server_.stats().get_misses, misses);
+        hits_in_reply_ = 0;
+        return Step::Done;
+      }
+      return Step::Desync;
+    case Delivery::Fragment: {
+      Fragment& fr = r->fragments[f.fragment];
+      if (rep.kind == ReplyKind::Value) {
+        // Not one of the keys still expected: a VALUE for a key we did not ask this backend for.
+        return takeValue(*r, fr, rep.key.in(line), n) ? Step::More : Step::Desync;
+      }
+      if (rep.kind == ReplyKind::End) {
+        in.drain(n);
+        stats::bump(server_.stats().get_misses, fr.key_indices.size() - fr.hits);
+        return Step::Done;
+      }
+      if (rep.isError()) {
+        if (!r->failed) {
+          r->failed = true;
+          r->error_line.assign(line.substr(0, rep.line_length));
+        }
+        in.drain(n);
+        return Step::Done;
+      }
+      return Step::Desync;
+    }
+    case Delivery::Broadcast:
+      if (rep.kind != ReplyKind::Ok && !r->failed) {
+        r->failed = true;
+        r->error_line.assign(line.substr(0, rep.line_length));
+      }
+      in.drain(n);
+      return rep.data_length == 0 ? Step::Done : Step::Desync;
+    case Delivery::Warmup:
+    case Delivery::WarmMeta:
+      if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat) {
+        return Step::Desync;
+      }
+      server_.worker().steps().onWarmupReply(*r, f.fragment, rep, in.contiguous(n), server_);
+      in.drain(n);
+      return Step::Done;
+    case Delivery::WarmCopy:
+    case Delivery::Invalidate:
+      if (rep.data_length > 0 || rep.kind == ReplyKind::Stat) {
+        return Step::Desync;
+      }
+      if (f.delivery == Delivery::WarmCopy) {
+        server_.worker().steps().onWarmupCopyReply(rep, server_.worker());
+      } else if (rep.kind == ReplyKind::MetaHit) {
+        r->invalidated_hit = true;
+      }
+      in.drain(n);
+      return Step::Done;
+  }
+  return Step::Desync;
+}
+
+// The expectation `f` is over (answered or failed): complete its request if it was the last
+// part, and drop this connection's reference.
+void BackendConnection::finish(InFlight& f) {
+  PendingRequest* r = f.req;
+  WorkerContext& w = server_.worker();
+  if (f.delivery == Delivery::Warmup || f.delivery == Delivery::WarmMeta) {
+    w.warmup().finished(multigetKey(*r, f.fragment), r, f.fragment);
+  }
+  if (--r->fragments_left == 0) {
+    switch (r->shape) {
+      case Shape::Direct:
+        if (r->refused) {
+          r->reply.drain(r->reply.size());
+          r->reply.append(r->noreply ? std::string_view() : kOutOfMemoryReply);
+          stats::bump(w.counters().server_errors);
+        } else if (r->invalidated_hit && r->command == protocol::Command::Delete &&
+            r->reply.size() == 11 && r->reply.contiguous(11) == "NOT_FOUND\r\n") {
+          // Not copied yet, but the previous server had it: the key did exist.
+          r->reply.drain(11);
+          r->reply.append("DELETED\r\n");
+        }
+        break;
+      case Shape::Multiget:
+        if (r->warm && !r->warm_hop_started && r->session != nullptr &&
+            w.steps().launchMultigetWarmup(*r, r->session->pool(), w, r->session->id())) {
+          w.requests().release(r);  // the second hop's expectations hold it now
+          return;
+        }
+        w.steps().assembleMultiget(*r, w.counters());
+        break;
+      case Shape::Broadcast:
+        r->reply.append(r->failed ? std::string_view(r->error_line)
+                                  : (r->noreply ? std::string_view() : "OK\r\n"));
+        break;
+    }
+    r->complete = true;
+    if (r->session != nullptr) {
+      r->session->onRequestComplete(r);
+    }
+  }
+  w.requests().release(r);
+}
+
+void BackendConnection::failAll(BackendFailure why) {
+  std::string_view reply = backendFailureReply(why);
+  std::deque<InFlight> failed;
+  failed.swap(inflight_);
+  shared_command_ = {};  // its bytes went with the connection
+  shared_length_ = 0;
+  hits_in_reply_ = 0;
+  auto& c = server_.worker().counters();
+  if (!failed.empty()) {
+    server_.countFailure(why, failed.size());
+  }
+  for (InFlight& f : failed) {
+    PendingRequest* r = f.req;
+    switch (f.delivery) {
+      case Delivery::Direct:
+        if (r->session != nullptr) {
+          r->session->releaseHeld(*r);
+        }
+        r->reply.drain(r->reply.size());
+        // Classic noreply gets nothing back even on failure (the client reads no reply); meta
+        // q always returns errors (memcached's rule).
+        if (!r->noreply) {
+          r->reply.append(reply);
+        }
+        stats::bump(c.server_errors);
+        break;
+      case Delivery::Fragment:
+      case Delivery::Broadcast:
+        if (!r->failed) {
+          r->failed = true;
+          r->error_line.assign(reply);
+          stats::bump(c.server_errors);
+        }
+        break;
+      // Warm-up is best effort: a previous server that fails is a miss, not an error.
+      case Delivery::WarmMeta:  // the new server's EN stays the reply
+      case Delivery::Warmup:
+        stats::bump(c.warmup_misses);
+        break;
+      case Delivery::WarmCopy:
+        stats::bump(c.warmup_copy_errors);
+        break;
+      case Delivery::Invalidate:
+        break;
+    }
+    finish(f);
+  }
+}
+
+void BackendConnection::abort(BackendFailure why) {
+  if (why == BackendFailure::ProtocolError) {
+    stats::bump(server_.worker().counters().backend_protocol_errors);
+    server_.logFailure(why, 0);
+  }
+  if (state_ == State::Connected) {
+    stats::drop(server_.worker().counters().backend_connections);
+    stats::drop(server_.stats().connections);
+  }
+  state_ = State::Closed;
+  timeout_armed_ = false;
+  paused_ = false;
+  if (resume_timer_) {
+    resume_timer_->stop();
+  }
+  if (tcp_) {
+    tcp_->close();
+    tcp_.reset();
+  }
+  server_.onFailure(why);
+  failAll(why);
+}
+
+void BackendConnection::onClosed(net::CloseReason reason, int error) {
+  BackendFailure why = BackendFailure::ConnectionClosed;
+  if (reason == net::CloseReason::Timeout) {
+    why = BackendFailure::Timeout;
+    stats::bump(server_.worker().counters().backend_timeouts);
+    stats::bump(server_.stats().timeouts);
+  } else if (state_ == State::Connecting) {
+    why = BackendFailure::ConnectFailed;
+    stats::bump(server_.worker().counters().backend_connect_failures);
+  }
+  server_.logFailure(why, error);
+  abort(why);
+  server_.worker().onBackendIdle();
+}
+
+}  // namespace mcring::core

@@ -1,0 +1,123 @@
+// One connection from a worker to one memcached server, shared and pipelined by many clients.
+//
+// Requests are written in order and their expectations queued (inflight_); replies are framed
+// unit by unit with the reply parser and delivered to the head expectation. Any fault (closed,
+// timeout, garbage) fails exactly the requests in flight on this connection. Worker-thread only.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+
+#include "proxy/backend/backend_failure.h"
+#include "proxy/backend/pending_request.h"
+#include "proxy/net/event_loop.h"
+#include "proxy/net/tcp_connection.h"
+#include "proxy/protocol/reply_framer.h"
+
+namespace mcring::core {
+
+class BackendServer;
+
+// memcached's reply when it cannot allocate the response to a get.
+inline constexpr std::string_view kOutOfMemoryReply =
+    "SERVER_ERROR out of memory writing get response\r\n";
+
+// Where a backend reply goes.
+enum class Delivery : uint8_t {
+  Direct,     // into the request's reply (single-key commands, single-backend gets)
+  Fragment,   // one backend's share of a multi-key get
+  Broadcast,  // flush_all: one OK expected from each backend
+  // Warm migration (warmup.h); `fragment` carries the client key's index.
+  Warmup,      // `mg <key> v f t c` to a multi-get key's previous server
+  WarmMeta,    // the same for a client's `mg`
+  WarmCopy,    // `ms ... ME` storing a fetched value on the key's new server
+  Invalidate,  // `md <key>` on the previous server of a key being written or deleted
+};
+
+class BackendConnection : public net::ConnectionHandler {
+ public:
+  explicit BackendConnection(BackendServer& server);
+  ~BackendConnection() override;
+
+  enum class State : uint8_t { Closed, Connecting, Connected };
+  State state() const { return state_; }
+  bool idle() const { return inflight_.empty(); }
+  size_t inflightCount() const { return inflight_.size(); }
+
+  // Starts connecting if closed. Returns false if the connect could not even start.
+  bool ensureConnected();
+  // Where to write a request; valid after ensureConnected() returned true. Ends the shared
+  // get line first, so a request written after it is never overtaken by its keys.
+  net::Buffer& output() {
+    endSharedLine();
+    return tcp_->output();
+  }
+  // Sends fragment `fragment` of the get/gets request `r` (no exptime) and expects its reply.
+  // Its keys join the line of the same command being built for this server in this pass of the
+  // event loop, if there is one with room, or start one: memcached spends about 5 µs per
+  // command and 1 µs per key, so one 16-key line costs it a fifth of 16 one-key lines. The
+  // line ends when anything else is written to this server or just before the socket write.
+  void sendSharedKeys(PendingRequest* r, uint32_t fragment, std::string_view command);
+  // Records that the request just written (`bytes` long) expects a reply; takes one reference
+  // on `r`.
+  void expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect expect,
+              uint64_t bytes);
+
+  // Fails everything in flight and closes (used on reload drain timeouts and shutdown).
+  void abort(BackendFailure why);
+
+  void onConnected() override;
+  void onReadable() override;
+  void onBeforeWrite() override { endSharedLine(); }
+  void onClosed(net::CloseReason reason, int error) override;
+
+ private:
+  struct InFlight {
+    PendingRequest* req;
+    uint32_t fragment;
+    Delivery delivery;
+    Expect expect;
+    uint64_t sent_us;
+    bool line_end = false;  // SharedLine: the last request of its line (the END is its)
+  };
+  // Result of handing one reply unit to the head expectation. Pass: the head is over and the
+  // unit belongs to the next one (a shared line's VALUE for a later request's key, its END or
+  // its error).
+  enum class Step : uint8_t { More, Done, Pass, Desync };
+
+  // Longest shared line (memcached reads a get line of up to 2 KB without reallocating).
+  static constexpr size_t kMaxSharedLine = 2000;
+  void endSharedLine();
+  Step deliverShared(InFlight& f, const protocol::Reply& rep, std::string_view line);
+  bool takeValue(PendingRequest& r, Fragment& fr, std::string_view key, uint64_t n);
+
+  Step deliver(InFlight& f, const protocol::Reply& rep, std::string_view line);
+  void forward(PendingRequest& r, net::Buffer& sink, uint64_t n);
+  void refuse(PendingRequest& r);
+  bool mustWait(PendingRequest& r);
+  void pause();
+  void checkPaused();
+  void resume();
+  void finish(InFlight& f);
+  void failAll(BackendFailure why);
+  void updateTimeout();
+
+  BackendServer& server_;
+  std::unique_ptr<net::TcpConnection> tcp_;
+  State state_ = State::Closed;
+  bool timeout_armed_ = false;
+  std::deque<InFlight> inflight_;
+  protocol::ReplyFramer framer_;
+  // Waiting for a client that streams a reply and has a full output (pause()).
+  bool paused_ = false;
+  uint64_t pause_progress_ns_ = 0;  // when the client's output last shrank
+  uint64_t pause_output_ = 0;       // its size then
+  std::unique_ptr<net::Timer> resume_timer_;
+  static constexpr uint64_t kPausePollMs = 2;
+  uint32_t hits_in_reply_ = 0;  // VALUE units seen for the head retrieval
+  std::string_view shared_command_;  // "get" or "gets" while a shared line is open, else empty
+  size_t shared_length_ = 0;         // its length so far
+};
+
+}  // namespace mcring::core

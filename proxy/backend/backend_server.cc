@@ -1,0 +1,129 @@
+// BackendServer: connection choice and reconnect backoff.
+#include "proxy/backend/backend_server.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "proxy/backend/pool_runtime.h"
+#include "proxy/backend/worker_context.h"
+#include "proxy/common/clock.h"
+#include "proxy/common/log.h"
+
+namespace mcring::core {
+namespace {
+
+// Reconnect backoff: 50 ms doubling to 1 s. Short, because until ejection (auto_eject_hosts)
+// the server keeps its keys and every retry is a chance to serve them again.
+constexpr uint32_t kBackoffMinMs = 50;
+constexpr uint32_t kBackoffMaxMs = 1000;
+
+}  // namespace
+
+BackendServer::BackendServer(WorkerContext& worker, PoolRuntime& pool, std::string identity,
+                             std::string name, common::SocketAddress address,
+                             uint32_t connections)
+    : worker_(worker), pool_(&pool), identity_(std::move(identity)), address_(address) {
+  stats_ = worker_.backendStats().add(pool.name, identity_, name);
+  if (connections == 0) {
+    connections = 1;
+  }
+  connections_.reserve(connections);
+  for (uint32_t i = 0; i < connections; ++i) {
+    connections_.push_back(std::make_unique<BackendConnection>(*this));
+  }
+}
+
+BackendServer::~BackendServer() {
+  connections_.clear();  // may still count into stats_
+  worker_.backendStats().remove(stats_.get());
+}
+
+void BackendServer::countFailure(BackendFailure why, uint64_t n) {
+  stats::bump(stats_->errors, n);
+  switch (why) {
+    case BackendFailure::ConnectFailed:
+      stats::bump(stats_->err_connect_failed, n);
+      break;
+    case BackendFailure::ConnectionClosed:
+      stats::bump(stats_->err_connection_closed, n);
+      break;
+    case BackendFailure::Timeout:
+      stats::bump(stats_->err_timeout, n);
+      break;
+    case BackendFailure::ProtocolError:
+      stats::bump(stats_->err_protocol_error, n);
+      break;
+    case BackendFailure::Unavailable:
+      stats::bump(stats_->err_unavailable, n);
+      break;
+  }
+}
+
+BackendConnection* BackendServer::connectionFor(uint64_t session_id) {
+  BackendConnection* c = connections_[session_id % connections_.size()].get();
+  if (c->state() == BackendConnection::State::Closed) {
+    if (retry_at_ns_ != 0 && common::coarseMonotonicNs() < retry_at_ns_) {
+      return nullptr;
+    }
+    if (!c->ensureConnected()) {
+      return nullptr;
+    }
+  }
+  return c;
+}
+
+void BackendServer::onConnected() {
+  if (backoff_ms_ != 0) {
+    MCRING_LOG(Notice, "backend %s: reconnected", identity_.c_str());
+  }
+  backoff_ms_ = 0;
+  retry_at_ns_ = 0;
+}
+
+void BackendServer::onFailure(BackendFailure why) {
+  last_failure_ = why;
+  ++consecutive_failures_;
+  const auto& pc = pool_->config();
+  if (pc.auto_eject_hosts && !reported_down_ &&
+      consecutive_failures_ >= std::max<uint32_t>(1, pc.server_failure_limit)) {
+    reported_down_ = true;
+    worker_.reportServerDown(pool_->name, identity_);
+  }
+  backoff_ms_ = backoff_ms_ == 0 ? kBackoffMinMs : std::min(backoff_ms_ * 2, kBackoffMaxMs);
+  retry_at_ns_ = common::coarseMonotonicNs() + static_cast<uint64_t>(backoff_ms_) * 1000000ULL;
+}
+
+void BackendServer::logFailure(BackendFailure why, int error) {
+  uint64_t now = common::coarseMonotonicNs();
+  if (last_log_ns_ != 0 && now - last_log_ns_ < 1000000000ULL) {
+    ++suppressed_logs_;
+    return;
+  }
+  last_log_ns_ = now;
+  MCRING_LOG(Warn, "pool '%s': backend %s: %s (%s)%s", pool_->name.c_str(), identity_.c_str(),
+             std::string(backendFailureName(why)).c_str(),
+             error != 0 ? std::strerror(error) : "closed by peer",
+             suppressed_logs_ > 0
+                 ? (" [+" + std::to_string(suppressed_logs_) + " more in the last second(s)]").c_str()
+                 : "");
+  suppressed_logs_ = 0;
+}
+
+bool BackendServer::idle() const {
+  for (const auto& c : connections_) {
+    if (!c->idle()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void BackendServer::abortAll(BackendFailure why) {
+  for (auto& c : connections_) {
+    if (c->state() != BackendConnection::State::Closed || !c->idle()) {
+      c->abort(why);
+    }
+  }
+}
+
+}  // namespace mcring::core

@@ -1,0 +1,73 @@
+// A worker's view of one memcached server of one pool: its connections and its health.
+//
+// Keyed by server identity (host:port) in the worker's pool runtime, so a reload keeps the
+// connections of servers that stay. Worker-thread only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proxy/backend/backend_connection.h"
+#include "proxy/common/socket_address.h"
+#include "proxy/stats/backend_stats.h"
+
+namespace mcring::core {
+
+class WorkerContext;
+struct PoolRuntime;
+
+class BackendServer {
+ public:
+  BackendServer(WorkerContext& worker, PoolRuntime& pool, std::string identity, std::string name,
+                common::SocketAddress address, uint32_t connections);
+  ~BackendServer();
+
+  // The connection a client session uses (sessions stick to one, so one client's requests to
+  // this server stay in order). nullptr while the server is backing off after a failure.
+  BackendConnection* connectionFor(uint64_t session_id);
+
+  // Reported by connections.
+  void onConnected();
+  void onFailure(BackendFailure why);
+  // A reply arrived: the server works (resets the consecutive-failure count).
+  void onReplyOk() {
+    consecutive_failures_ = 0;
+    reported_down_ = false;
+  }
+
+  bool idle() const;  // nothing in flight on any connection
+  void abortAll(BackendFailure why);
+
+  const std::string& identity() const { return identity_; }
+  const common::SocketAddress& address() const { return address_; }
+  WorkerContext& worker() { return worker_; }
+  PoolRuntime& pool() { return *pool_; }
+  void setPool(PoolRuntime& pool) { pool_ = &pool; }
+  BackendFailure lastFailure() const { return last_failure_; }
+  stats::BackendStats& stats() { return *stats_; }
+  // Counts n requests that failed because of this server.
+  void countFailure(BackendFailure why, uint64_t n = 1);
+  // Logs a connection failure at most once per second per server (and worker); the lines in
+  // between are counted and reported with the next one, so a flapping server cannot flood the log.
+  void logFailure(BackendFailure why, int error);
+
+ private:
+  WorkerContext& worker_;
+  PoolRuntime* pool_;
+  std::string identity_;
+  common::SocketAddress address_;
+  std::vector<std::unique_ptr<BackendConnection>> connections_;
+  uint64_t retry_at_ns_ = 0;     // no new connect before this (capped exponential backoff)
+  uint32_t backoff_ms_ = 0;
+  BackendFailure last_failure_ = BackendFailure::Unavailable;
+  std::shared_ptr<stats::BackendStats> stats_;
+  // twemproxy's server_failure_limit: consecutive failures before the proxy is told to eject.
+  uint32_t consecutive_failures_ = 0;
+  uint64_t last_log_ns_ = 0;
+  uint64_t suppressed_logs_ = 0;
+  bool reported_down_ = false;
+};
+
+}  // namespace mcring::core

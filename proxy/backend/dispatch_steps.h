@@ -1,0 +1,35 @@
+// The dispatch steps a backend reply can set off: warm-up second hops and copies, multi-get
+// assembly. Backend connections match reply units to requests and hand them on through this
+// interface; dispatch implements it (dispatch/dispatch_steps.h), so backend never depends on
+// dispatch. Worker-thread only.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "proxy/backend/pending_request.h"
+#include "proxy/protocol/reply.h"
+#include "proxy/stats/counters.h"
+
+namespace mcring::core {
+
+class BackendServer;
+class WorkerContext;
+struct PoolRuntime;
+
+class DispatchSteps {
+ public:
+  virtual ~DispatchSteps() = default;
+  // dispatch/warmup.h: launchMultigetWarmup, launchMetaWarmup, onWarmupReply, onWarmupCopyReply.
+  virtual bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
+                                    uint64_t session_id) const = 0;
+  virtual bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
+                                uint64_t session_id) const = 0;
+  virtual void onWarmupReply(PendingRequest& r, uint32_t key_index, const protocol::Reply& rep,
+                             std::string_view unit, BackendServer& from) const = 0;
+  virtual void onWarmupCopyReply(const protocol::Reply& rep, WorkerContext& worker) const = 0;
+  // dispatch/multiget.h: assembleMultiget.
+  virtual void assembleMultiget(PendingRequest& r, stats::WorkerCounters& counters) const = 0;
+};
+
+}  // namespace mcring::core

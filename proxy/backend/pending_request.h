@@ -1,0 +1,214 @@
+// One client request between being read and its reply being written, in the client's FIFO.
+//
+// Owned by the worker's RequestPool. Referenced by its session (until flushed, or until the
+// session closes) and by every backend connection that still owes it a reply (refs_), so a
+// client that disconnects mid-request cannot leave a backend holding a dangling pointer.
+// Worker-thread only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "proxy/net/buffer.h"
+#include "proxy/protocol/command.h"
+#include "proxy/protocol/reply.h"
+
+namespace mcring::core {
+
+class BackendServer;
+struct PendingRequest;
+struct PoolRuntime;
+
+// The client side of a request, as the layers below the session see it (ClientSession
+// implements it): where a completed reply goes, and which pool and session it came from.
+class RequestOwner {
+ public:
+  virtual ~RequestOwner() = default;
+  // The request got its whole reply (called by backend connections).
+  virtual void onRequestComplete(PendingRequest* r) = 0;
+  virtual PoolRuntime& pool() = 0;
+  virtual uint64_t id() const = 0;
+
+  // The memory budget, as a request's reply units arrive (ClientSession documents it):
+  // `r` is at the head of its FIFO and its reply can stream: held bytes go to the socket now,
+  // later units through streamReply.
+  virtual bool tryStream(PendingRequest& r) = 0;
+  // Moves n bytes from `from` to the client's socket output (a streaming reply).
+  virtual void streamReply(net::Buffer& from, uint64_t n) = 0;
+  // Charges n more reply bytes held for `r`; false if that would pass a limit.
+  virtual bool holdReply(PendingRequest& r, uint64_t n) = 0;
+  // Gives back what `r` held.
+  virtual void releaseHeld(PendingRequest& r) = 0;
+  // Unsent output at the client's limit: a reply streaming to it must wait.
+  virtual bool outputFull() const = 0;
+  virtual uint64_t outputSize() const = 0;
+  // The client read nothing for kSlowReaderMs while a backend connection waited on it.
+  virtual void closeSlowReader() = 0;
+  // The pool freed memory for large requests being received (the worker wakes waiters).
+  virtual void onInputBudget() = 0;
+  static constexpr uint32_t kSlowReaderMs = 1000;
+};
+
+// What a backend reply to this request looks like.
+enum class Expect : uint8_t {
+  OneUnit,    // one reply unit: a line, or a VA line with its data block
+  Retrieval,  // VALUE units until END
+  UntilNoop,  // a quiet meta request followed by `mn`: zero or one unit, then MN
+  SharedLine,  // a get/gets fragment whose keys share one line with other requests' keys:
+               // VALUE units for its keys; the line's END (or error) ends them all
+};
+
+// How a request's parts make up its reply.
+enum class Shape : uint8_t {
+  Direct,     // one backend's reply is the client's reply
+  Multiget,   // fragments reassembled in key order
+  Broadcast,  // flush_all: one OK from every backend
+};
+
+// A key's warm-up fetch (warmup.h).
+enum class WarmState : uint8_t { None, Fetching, CopyCancelled };
+
+// Part of a multi-key get that went to one backend.
+struct Fragment {
+  uint32_t server = 0;                // index in the pool's server list
+  std::vector<uint32_t> key_indices;  // client key positions sent to this backend, in order
+  uint32_t next_match = 0;            // next position in key_indices a VALUE may match
+  uint32_t hits = 0;                  // VALUE units matched
+  net::Buffer values;                 // VALUE units received, in key order
+  bool done = false;
+  const BackendServer* warm_from = nullptr;  // a warm-up fragment: the keys' previous server
+};
+
+struct PendingRequest {
+  RequestOwner* session = nullptr;  // null once the client is gone
+  uint32_t refs = 0;
+  // Backend replies still owed (fragments, warm-up fetches and copies, invalidations); the
+  // request completes when it reaches 0.
+  uint32_t fragments_left = 0;
+  Shape shape = Shape::Direct;
+  protocol::Command command = protocol::Command::Get;
+  bool complete = false;
+  bool close_after = false;  // quit / framing lost: close once this reply is written
+  bool noreply = false;      // classic noreply: drop every non-error reply
+  bool failed = false;       // multi-get / broadcast: some part failed; error_line says how
+  std::string error_line;    // with "\r\n"
+  uint32_t key_count = 0;    // retrieval: keys asked (hit/miss accounting)
+  uint64_t start_ns = 0;
+  net::Buffer reply;  // the bytes to write when this request reaches the FIFO head
+
+  // Memory budget (ClientSession): reply bytes held for this request and charged to its client
+  // until it leaves the FIFO.
+  uint64_t held = 0;
+  // At the FIFO head: reply units go straight to the client's socket as they arrive.
+  bool streaming = false;
+  // Refused memory: its reply is memcached's out-of-memory error; units still arriving are
+  // dropped.
+  bool refused = false;
+  // The reply may be rewritten when complete (a warm-up invalidation's DELETED): never streamed.
+  bool rewrites = false;
+
+  // Multi-get only.
+  std::string line;                      // copy of the client's line; keys index into it
+  std::vector<uint32_t> key_offsets;     // key i = line.substr(key_offsets[2i], key_offsets[2i+1])
+  std::vector<uint32_t> key_fragment;    // fragment of client key i
+  std::vector<uint64_t> key_hit_length;  // bytes of key i's VALUE unit, 0 = miss
+  std::vector<Fragment> fragments;
+  uint32_t fragment_count = 0;  // fragments in use (vector keeps capacity)
+
+  // Warm migration (warmup.h).
+  bool warm = false;  // moved keys may take a second hop to their previous server
+  bool warm_hop_started = false;
+  bool invalidated_hit = false;     // delete: the previous server had the key
+  protocol::Span exptime;           // gat/gats: the exptime token in `line`
+  std::vector<WarmState> key_warm;  // per key
+  std::string meta_flags;           // mg: the client's flags, to answer in its format
+
+  void reset() {
+    session = nullptr;
+    refs = 0;
+    fragments_left = 0;
+    complete = false;
+    close_after = false;
+    noreply = false;
+    failed = false;
+    key_count = 0;
+    error_line.clear();
+    reply.drain(reply.size());
+    held = 0;
+    streaming = false;
+    refused = false;
+    rewrites = false;
+    line.clear();
+    key_offsets.clear();
+    key_fragment.clear();
+    key_hit_length.clear();
+    shape = Shape::Direct;
+    warm = false;
+    warm_hop_started = false;
+    invalidated_hit = false;
+    exptime = protocol::Span();
+    key_warm.clear();
+    meta_flags.clear();
+    for (uint32_t i = 0; i < fragment_count; ++i) {
+      Fragment& f = fragments[i];
+      f.key_indices.clear();
+      f.next_match = 0;
+      f.hits = 0;
+      f.values.drain(f.values.size());
+      f.done = false;
+      f.warm_from = nullptr;
+    }
+    fragment_count = 0;
+  }
+};
+
+// Key i of a multi-get (its bytes live in r.line).
+inline std::string_view multigetKey(const PendingRequest& r, uint32_t i) {
+  return std::string_view(r.line).substr(r.key_offsets[2 * i], r.key_offsets[2 * i + 1]);
+}
+
+// Where a VALUE unit for fragment `fr` of r goes as it arrives. A lone fragment (every key on one
+// server, the usual single-key get) answers in the client's key order already, so its units go
+// straight into r.reply instead of being copied twice; a warm get may add fragments later, so
+// it always collects per fragment.
+inline net::Buffer& multigetValueSink(PendingRequest& r, Fragment& fr) {
+  return r.fragment_count == 1 && !r.warm ? r.reply : fr.values;
+}
+
+// Recycles PendingRequests (and their buffers' and vectors' capacity): no allocation per request
+// once warm.
+class RequestPool {
+ public:
+  ~RequestPool() {
+    for (PendingRequest* r : free_) {
+      delete r;
+    }
+  }
+  PendingRequest* acquire() {
+    if (free_.empty()) {
+      return new PendingRequest();
+    }
+    PendingRequest* r = free_.back();
+    free_.pop_back();
+    return r;
+  }
+  // Drops one reference; recycles the request when none is left.
+  void release(PendingRequest* r) {
+    if (--r->refs == 0) {
+      r->reset();
+      if (free_.size() < kMaxFree) {
+        free_.push_back(r);
+      } else {
+        delete r;
+      }
+    }
+  }
+
+ private:
+  static constexpr size_t kMaxFree = 4096;
+  std::vector<PendingRequest*> free_;
+};
+
+}  // namespace mcring::core

@@ -1,0 +1,37 @@
+// A worker's live state for one pool: the snapshot it routes by and the backends it talks to.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "config/topology.h"
+#include "proxy/backend/backend_server.h"
+#include "proxy/backend/memory_budget.h"
+#include "proxy/backend/warmup_state.h"
+#include "proxy/protocol/request_parser.h"
+
+namespace mcring::core {
+
+
+struct PoolRuntime {
+  std::string name;
+  std::shared_ptr<const config::PoolTopology> topology;
+  protocol::RequestParser parser;
+  // Backends by identity; by_index follows the snapshot's server order (what route() returns).
+  std::unordered_map<std::string, std::unique_ptr<BackendServer>> servers;
+  std::vector<BackendServer*> by_index;
+  // Memory budget of the pool's clients on this worker (memory_budget.h): held and unsent reply
+  // bytes, and large requests being received. Sessions waiting for the latter, unread.
+  MemoryBudget replies_budget;
+  MemoryBudget inputs_budget;
+  std::vector<RequestOwner*> input_waiters;
+  bool removed = false;  // the pool left the config: its sessions drain and close
+  std::unique_ptr<WarmupWindow> warmup;  // open after a membership change (warmup_window)
+
+  const config::PoolConfig& config() const { return topology->config; }
+  uint32_t route(std::string_view key) const { return topology->router->route(key); }
+};
+
+}  // namespace mcring::core

@@ -1,0 +1,418 @@
+// Proxy: startup, accept hand-off, reload, graceful shutdown.
+#include "proxy/control/proxy.h"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <set>
+#include <thread>
+
+#include "config/config.h"
+#include "config/config_diff.h"
+#include "proxy/common/log.h"
+
+namespace mcring::core {
+
+Proxy::Proxy(ProxyOptions options) : options_(std::move(options)) {
+  reporter_.setReloadHistory(&reloads_);
+}
+
+Proxy::~Proxy() {
+  listeners_.clear();
+  for (auto& w : workers_) {
+    w->join();
+  }
+}
+
+bool Proxy::start() {
+  // Watch before reading: a change made while starting (between the read and a later watch)
+  // would otherwise go unnoticed until the next one. Its events wait in the inotify queue.
+  bool watching = false;
+  if (options_.watch_config) {
+    std::string error;
+    watching = watcher_.open(options_.config_path, &error);
+    if (!watching) {
+      MCRING_LOG(Warn, "not watching %s for changes: %s", options_.config_path.c_str(),
+                 error.c_str());
+    }
+  }
+  config::LoadResult loaded = config::loadConfigFile(options_.config_path);
+  if (!loaded.ok()) {
+    for (const auto& e : loaded.errors) {
+      MCRING_LOG(Error, "%s", e.toString().c_str());
+    }
+    return false;
+  }
+  std::vector<std::string> errors;
+  topology_ = config::Topology::build(*loaded.config, ++generation_, &errors);
+  if (!topology_) {
+    for (const auto& e : errors) {
+      MCRING_LOG(Error, "%s: %s", options_.config_path.c_str(), e.c_str());
+    }
+    return false;
+  }
+  if (!syncListeners(*topology_)) {
+    return false;
+  }
+  config_ = std::make_shared<const config::Config>(std::move(*loaded.config));
+  reporter_.setGeneration(generation_);
+  int threads = options_.threads > 0 ? options_.threads
+                                     : static_cast<int>(std::thread::hardware_concurrency());
+  if (threads <= 0) {
+    threads = 1;
+  }
+  std::vector<const stats::BackendStatsList*> lists;
+  for (int i = 0; i < threads; ++i) {
+    workers_.push_back(std::make_unique<Worker>(i, threads, reporter_));
+    const Worker& w = *workers_.back();
+    reporter_.addWorker(&w.counters(), &w.backendStats());
+    lists.push_back(&w.backendStats());
+  }
+  poller_ = std::make_unique<BackendPoller>(loop_, options_.backend_stats_interval_s);
+  poller_->setTopology(topology_);
+  monitor_ = std::make_unique<MembershipMonitor>(loop_, lists);
+  reporter_.setPoller(poller_.get());
+  reporter_.setMonitor(monitor_.get());
+  reporter_.setTopology(topology_);
+  for (auto& w : workers_) {
+    w->setServerDownHandler([this](const std::string& pool, const std::string& identity) {
+      loop_.post([this, pool, identity] { onServerDown(pool, identity); });
+    });
+    w->start(topology_);
+  }
+  signals_.push_back(std::make_unique<net::SignalWatcher>(loop_, SIGTERM, [this] { shutdown(); }));
+  signals_.push_back(std::make_unique<net::SignalWatcher>(loop_, SIGINT, [this] { shutdown(); }));
+  signals_.push_back(
+      std::make_unique<net::SignalWatcher>(loop_, SIGHUP, [this] { reload("signal"); }));
+  if (options_.admin_port != 0) {
+    admin_ = std::make_unique<AdminEndpoint>(*this);
+    std::string error;
+    if (!admin_->open(loop_, options_.admin_address, options_.admin_port, &error)) {
+      admin_.reset();
+      if (options_.admin_port_explicit) {
+        MCRING_LOG(Error, "admin endpoint: %s", error.c_str());
+        return false;
+      }
+      MCRING_LOG(Warn, "admin endpoint disabled: %s", error.c_str());
+    } else {
+      MCRING_LOG(Notice, "admin endpoint on http://%s:%u/ (/metrics /stats /healthz)",
+                 options_.admin_address.c_str(), options_.admin_port);
+    }
+  }
+  if (watching) {
+    debounce_ = std::make_unique<net::Timer>(loop_, [this] { reload("file"); });
+    watch_event_ = std::make_unique<net::FdWatcher>(loop_, watcher_.fd(), [this] {
+      if (watcher_.drain()) {
+        // Editors and kubelet produce bursts of events: reload once they settle.
+        debounce_->start(options_.watch_debounce_ms);
+      }
+    });
+  }
+  for (const auto& pool : topology_->pools) {
+    MCRING_LOG(Notice, "pool '%s' listening on %s, %zu servers, %s/%s", pool->config.name.c_str(),
+               pool->listen_address.toString().c_str(), pool->config.servers.size(),
+               std::string(routing::distributionName(pool->config.routing.distribution)).c_str(),
+               std::string(routing::hashFunctionName(pool->config.routing.hash)).c_str());
+  }
+  MCRING_LOG(Notice, "mcring started: %d worker thread(s), config %s", threads,
+             options_.config_path.c_str());
+  return true;
+}
+
+// Opens listeners for new pools (and pools whose address changed) before closing old ones, so
+// a listen change never leaves a window with nothing listening.
+bool Proxy::syncListeners(const config::Topology& topology) {
+  std::map<std::string, ListenerEntry> next;
+  for (const auto& pool : topology.pools) {
+    const std::string& name = pool->config.name;
+    std::string address = pool->listen_address.toString();
+    auto old = listeners_.find(name);
+    if (old != listeners_.end() && old->second.address == address) {
+      next[name] = std::move(old->second);
+      listeners_.erase(old);
+      continue;
+    }
+    std::string error;
+    auto listener = net::Listener::open(
+        loop_, pool->listen_address, pool->config.backlog, pool->config.reuseport,
+        pool->config.listen.unix_mode, [this, name](int fd) { onAccept(name, fd); }, &error);
+    if (!listener) {
+      MCRING_LOG(Error, "pool '%s': %s", name.c_str(), error.c_str());
+      // Put back what we moved so the old listeners keep serving.
+      for (auto& [n, entry] : next) {
+        if (!listeners_.count(n)) {
+          listeners_[n] = std::move(entry);
+        }
+      }
+      return false;
+    }
+    next[name] = ListenerEntry{address, std::move(listener)};
+  }
+  listeners_ = std::move(next);  // listeners of removed pools close here
+  return true;
+}
+
+void Proxy::onAccept(const std::string& pool, int fd) {
+  if (stopping_ || workers_.empty()) {
+    ::close(fd);
+    return;
+  }
+  auto& count = client_counts_[pool];
+  if (!count) {
+    count = std::make_shared<std::atomic<uint32_t>>(0);
+  }
+  const config::PoolTopology* topo = topology_->findPool(pool);
+  uint32_t limit = topo != nullptr ? topo->config.client_connections : 0;
+  if (limit != 0 && count->load(std::memory_order_relaxed) >= limit) {
+    // Accept-and-explain rather than refuse: the client sees why, in the protocol it speaks.
+    static constexpr char kMsg[] = "SERVER_ERROR too many connections\r\n";
+    ssize_t ignored = ::send(fd, kMsg, sizeof(kMsg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+    (void)ignored;
+    ::close(fd);
+    reporter_.countRejectedConnection();
+    return;
+  }
+  count->fetch_add(1, std::memory_order_relaxed);
+  Worker& w = *workers_[next_worker_++ % workers_.size()];
+  w.postClient(fd, pool, count);
+}
+
+void Proxy::requestReload(const char* source) {
+  loop_.post([this, source] { reload(source); });
+}
+
+void Proxy::reload(const char* source) {
+  if (stopping_) {
+    return;
+  }
+  ReloadRecord record;
+  record.source = source;
+  auto fail = [&](std::string error) {
+    record.result = ReloadResult::Failed;
+    record.generation = generation_;
+    record.error = std::move(error);
+    uint64_t id = reloads_.add(record);
+    MCRING_LOG(Error, "reload %llu (%s): rejected, generation %llu keeps serving: %s",
+               static_cast<unsigned long long>(id), source,
+               static_cast<unsigned long long>(generation_), record.error.c_str());
+  };
+  config::LoadResult loaded = config::loadConfigFile(options_.config_path);
+  if (!loaded.ok()) {
+    std::string all;
+    for (const auto& e : loaded.errors) {
+      all += (all.empty() ? "" : "; ") + e.toString();
+    }
+    fail(all);
+    return;
+  }
+  if (loaded.config->digest == config_->digest) {
+    record.result = ReloadResult::Unchanged;
+    record.generation = generation_;
+    uint64_t id = reloads_.add(record);
+    MCRING_LOG(Info, "reload %llu (%s): file unchanged", static_cast<unsigned long long>(id),
+               source);
+    return;
+  }
+  // Ejections stand across a reload only for servers (and pools) that still eject.
+  for (auto it = ejected_.begin(); it != ejected_.end();) {
+    bool keep = false;
+    for (const auto& p : loaded.config->pools) {
+      if (p.name == it->first.first && p.auto_eject_hosts) {
+        for (const auto& sc : p.servers) {
+          keep = keep || sc.identity() == it->first.second;
+        }
+      }
+    }
+    it = keep ? std::next(it) : ejected_.erase(it);
+  }
+  std::vector<std::string> errors;
+  auto next = buildEffective(*loaded.config, generation_ + 1, &errors);
+  if (!next) {
+    std::string all;
+    for (const auto& e : errors) {
+      all += (all.empty() ? "" : "; ") + options_.config_path + ": " + e;
+    }
+    fail(all);
+    return;
+  }
+  if (!syncListeners(*next)) {
+    fail("cannot open the new listeners (see above)");
+    return;
+  }
+  config::ConfigDiff diff = config::diffConfigs(*config_, *loaded.config);
+  ++generation_;
+  std::set<std::pair<std::string, std::string>> still_ejected;
+  for (const auto& [key, e] : ejected_) {
+    still_ejected.insert(key);
+  }
+  reporter_.setEjected(std::move(still_ejected));
+  auto before = topology_;
+  topology_ = next;
+  poller_->setTopology(next);
+  reporter_.setTopology(next);
+  config_ = std::make_shared<const config::Config>(std::move(*loaded.config));
+  reporter_.setGeneration(generation_);
+  for (auto& w : workers_) {
+    w->postTopology(next);
+  }
+  // The prediction can take tens of ms (sampled distributions): only after the workers have
+  // the new snapshot.
+  monitor_->onTopologyChange(*before, *next, "reload");
+  record.result = ReloadResult::Applied;
+  record.generation = generation_;
+  record.diff = diff.summary();
+  uint64_t id = reloads_.add(record);
+  MCRING_LOG(Notice, "reload %llu (%s): generation %llu applied: %s",
+             static_cast<unsigned long long>(id), source,
+             static_cast<unsigned long long>(generation_), record.diff.c_str());
+}
+
+std::shared_ptr<const config::Topology> Proxy::buildEffective(
+    const config::Config& config, uint64_t generation, std::vector<std::string>* errors) const {
+  if (ejected_.empty()) {
+    return config::Topology::build(config, generation, errors);
+  }
+  config::Config effective = config;
+  for (auto& pool : effective.pools) {
+    if (!pool.auto_eject_hosts) {
+      continue;
+    }
+    std::erase_if(pool.servers, [&](const config::ServerConfig& s) {
+      return ejected_.count({pool.name, s.identity()}) > 0;
+    });
+  }
+  return config::Topology::build(effective, generation, errors);
+}
+
+void Proxy::republish(const char* kind) {
+  std::set<std::pair<std::string, std::string>> ejected;
+  for (const auto& [key, e] : ejected_) {
+    ejected.insert(key);
+  }
+  reporter_.setEjected(std::move(ejected));
+  std::vector<std::string> errors;
+  auto next = buildEffective(*config_, generation_ + 1, &errors);
+  if (!next) {
+    for (const auto& e : errors) {
+      MCRING_LOG(Error, "%s: cannot rebuild the topology: %s", kind, e.c_str());
+    }
+    return;
+  }
+  ++generation_;
+  auto before = topology_;
+  topology_ = next;
+  poller_->setTopology(next);
+  reporter_.setTopology(next);
+  reporter_.setGeneration(generation_);
+  for (auto& w : workers_) {
+    w->postTopology(next);
+  }
+  // The prediction can take tens of ms (sampled distributions): only after the workers have
+  // the new snapshot.
+  monitor_->onTopologyChange(*before, *next, kind);
+}
+
+// twemproxy's auto_eject_hosts, decided once for all workers so that they keep routing alike.
+void Proxy::onServerDown(const std::string& pool, const std::string& identity) {
+  if (stopping_ || ejected_.count({pool, identity}) > 0) {
+    return;
+  }
+  const config::PoolConfig* pc = nullptr;
+  for (const auto& p : config_->pools) {
+    if (p.name == pool) {
+      pc = &p;
+    }
+  }
+  const config::PoolTopology* current = topology_->findPool(pool);
+  if (pc == nullptr || !pc->auto_eject_hosts || current == nullptr) {
+    return;
+  }
+  size_t index = current->config.servers.size();
+  for (size_t i = 0; i < current->config.servers.size(); ++i) {
+    if (current->config.servers[i].identity() == identity) {
+      index = i;
+    }
+  }
+  if (index == current->config.servers.size()) {
+    return;  // already gone from the ring (a reload removed it)
+  }
+  if (current->config.servers.size() <= 1) {
+    MCRING_LOG(Warn, "pool '%s': %s is failing but is the last server: not ejected",
+               pool.c_str(), identity.c_str());
+    return;
+  }
+  auto key = std::make_pair(pool, identity);
+  Ejection& e = ejected_[key];
+  e.address = current->server_addresses[index];
+  e.retry_ms = pc->server_retry_timeout_ms;
+  e.probe_timeout_ms = pc->timeout_ms == 0 ? 1000 : pc->timeout_ms;
+  e.retry = std::make_unique<net::Timer>(loop_, [this, key] { probeEjected(key); });
+  e.retry->start(e.retry_ms);
+  MCRING_LOG(Warn, "pool '%s': server %s ejected after %u consecutive failures; its keys go to "
+             "the other servers; retry in %u ms",
+             pool.c_str(), identity.c_str(), pc->server_failure_limit, e.retry_ms);
+  republish("eject");
+}
+
+void Proxy::probeEjected(const std::pair<std::string, std::string>& key) {
+  auto it = ejected_.find(key);
+  if (it == ejected_.end() || stopping_) {
+    return;
+  }
+  it->second.probe = std::make_unique<HealthProbe>(
+      loop_, it->second.address, it->second.probe_timeout_ms, [this, key](bool healthy) {
+        auto found = ejected_.find(key);
+        if (found == ejected_.end()) {
+          return;
+        }
+        found->second.probe.reset();
+        if (!healthy) {
+          MCRING_LOG(Info, "pool '%s': ejected server %s still down; retry in %u ms",
+                     key.first.c_str(), key.second.c_str(), found->second.retry_ms);
+          found->second.retry->start(found->second.retry_ms);
+          return;
+        }
+        ejected_.erase(found);
+        MCRING_LOG(Notice, "pool '%s': server %s answers again: back in the ring",
+                   key.first.c_str(), key.second.c_str());
+        republish("return");
+      });
+}
+
+void Proxy::shutdown() {
+  if (stopping_) {
+    MCRING_LOG(Warn, "second signal: exiting now");
+    _exit(0);
+  }
+  stopping_ = true;
+  ejected_.clear();
+  watch_event_.reset();
+  debounce_.reset();
+  MCRING_LOG(Notice, "shutting down: no new connections, finishing in-flight requests");
+  listeners_.clear();
+  for (auto& w : workers_) {
+    w->postShutdown(options_.shutdown_grace_ms);
+  }
+  // Workers stop their loops when drained (or at the end of the grace period).
+  exit_timer_ = std::make_unique<net::Timer>(loop_, [this] {
+    for (auto& w : workers_) {
+      if (!w->finished()) {
+        return;
+      }
+    }
+    loop_.stop();
+  });
+  exit_timer_->start(20, /*periodic=*/true);
+}
+
+int Proxy::run() {
+  loop_.run();
+  for (auto& w : workers_) {
+    w->join();
+  }
+  MCRING_LOG(Notice, "mcring stopped");
+  return 0;
+}
+
+}  // namespace mcring::core

@@ -1,0 +1,114 @@
+// The proxy process: listeners on the main thread, N workers, reload and shutdown.
+//
+// The main thread owns the control plane: it accepts connections and hands each socket to a
+// worker (round robin), loads and validates configuration, builds snapshots off the hot path and
+// posts them to the workers, and runs the shutdown sequence. Workers own the data plane.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "config/file_watcher.h"
+#include "config/topology.h"
+#include "proxy/admin/admin_endpoint.h"
+#include "proxy/admin/membership_monitor.h"
+#include "proxy/admin/reload_history.h"
+#include "proxy/admin/stats_reporter.h"
+#include "proxy/backend/backend_poller.h"
+#include "proxy/backend/health_probe.h"
+#include "proxy/control/worker.h"
+#include "proxy/net/event_loop.h"
+#include "proxy/net/tcp_connection.h"
+
+namespace mcring::core {
+
+struct ProxyOptions {
+  std::string config_path;
+  int threads = 0;            // 0: one per core
+  uint32_t shutdown_grace_ms = 10000;
+  bool watch_config = true;        // reload when the file changes on disk
+  uint32_t watch_debounce_ms = 200;
+  // Admin HTTP endpoint (twemproxy's stats port). Port 0 disables it. When the port was not
+  // given explicitly, failing to bind it is a warning rather than fatal.
+  std::string admin_address = "127.0.0.1";
+  uint16_t admin_port = 22222;
+  bool admin_port_explicit = false;
+  uint32_t backend_stats_interval_s = 10;  // how often backends' own `stats` are read; 0: never
+};
+
+class Proxy final : public AdminSource {
+ public:
+  explicit Proxy(ProxyOptions options);
+  ~Proxy();
+
+  // Loads the config and opens every listener; false (errors logged) if it cannot start.
+  bool start();
+  // Runs until SIGTERM/SIGINT and the drain that follows. Returns the exit code.
+  int run();
+
+  // Re-reads the config file; keeps the old snapshot if the new one is invalid. Main thread.
+  void reload(const char* source) override;
+  // Any thread: asks the main thread to reload (admin endpoint).
+  void requestReload(const char* source);
+
+  const ReloadHistory& reloads() const override { return reloads_; }
+  const StatsReporter& reporter() const override { return reporter_; }
+  uint64_t generation() const override { return generation_; }
+  bool stopping() const override { return stopping_; }
+
+
+ private:
+  struct ListenerEntry {
+    std::string address;  // resolved address text, to notice listen changes
+    std::unique_ptr<net::Listener> listener;
+  };
+  bool syncListeners(const config::Topology& topology);
+  // The config minus ejected servers (pools with auto_eject_hosts), built into a snapshot.
+  std::shared_ptr<const config::Topology> buildEffective(const config::Config& config,
+                                                         uint64_t generation,
+                                                         std::vector<std::string>* errors) const;
+  // Publishes a new snapshot of the same config after an ejection or a return.
+  void republish(const char* kind);
+  void onServerDown(const std::string& pool, const std::string& identity);
+  void probeEjected(const std::pair<std::string, std::string>& key);
+  void onAccept(const std::string& pool, int fd);
+  void shutdown();
+
+  ProxyOptions options_;
+  net::EventLoop loop_;
+  StatsReporter reporter_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::map<std::string, ListenerEntry> listeners_;  // by pool name
+  // Open client connections per pool, across workers (client_connections limit).
+  std::map<std::string, std::shared_ptr<std::atomic<uint32_t>>> client_counts_;
+  std::shared_ptr<const config::Topology> topology_;
+  std::shared_ptr<const config::Config> config_;
+  ReloadHistory reloads_;
+  config::FileWatcher watcher_;
+  std::unique_ptr<net::FdWatcher> watch_event_;
+  std::unique_ptr<net::Timer> debounce_;
+  std::unique_ptr<AdminEndpoint> admin_;
+  std::unique_ptr<BackendPoller> poller_;
+  std::unique_ptr<MembershipMonitor> monitor_;
+  // Servers out of the ring (auto_eject_hosts), by (pool, identity), until a probe succeeds.
+  struct Ejection {
+    common::SocketAddress address;
+    uint32_t retry_ms = 30000;
+    uint32_t probe_timeout_ms = 1000;
+    std::unique_ptr<net::Timer> retry;
+    std::unique_ptr<HealthProbe> probe;
+  };
+  std::map<std::pair<std::string, std::string>, Ejection> ejected_;
+  uint64_t generation_ = 0;
+  size_t next_worker_ = 0;
+  bool stopping_ = false;
+  std::vector<std::unique_ptr<net::SignalWatcher>> signals_;
+  std::unique_ptr<net::Timer> exit_timer_;
+};
+
+}  // namespace mcring::core

@@ -1,0 +1,330 @@
+// Worker: thread, event loop, topology switching, session lifetime, shutdown.
+#include "proxy/control/worker.h"
+
+#include <malloc.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "proxy/common/clock.h"
+#include "proxy/common/log.h"
+#include "proxy/dispatch/dispatch_steps.h"
+#include "proxy/dispatch/warmup.h"
+#include "proxy/session/client_session.h"
+
+namespace mcring::core {
+namespace {
+
+protocol::ParserLimits limitsFor(const config::PoolConfig& pc) {
+  protocol::ParserLimits limits;
+  limits.item_size_max = pc.item_size_max;
+  limits.max_keys = pc.max_multiget_keys;
+  return limits;
+}
+
+}  // namespace
+
+Worker::Worker(int id, int count, const stats::StatsRenderer& reporter)
+    : SessionContext(dispatchSteps(), reporter), id_(id), count_(count > 0 ? count : 1) {
+  reaper_ = std::make_unique<net::Timer>(*loop_, [this] { reapRetired(); });
+  idle_sweep_ = std::make_unique<net::Timer>(*loop_, [this] { sweepIdleClients(); });
+  input_wake_ = std::make_unique<net::Timer>(*loop_, [this] { wakeInputWaiters(); });
+}
+
+Worker::~Worker() {
+  for (ClientSession* s : sessions_) {
+    delete s;
+  }
+  sessions_.clear();
+  reapRetired();
+  for (auto& [name, pool] : pools_) {
+    for (auto& [id, server] : pool->servers) {
+      server->abortAll(BackendFailure::ConnectionClosed);
+    }
+    if (pool->warmup) {
+      for (auto& server : pool->warmup->retained) {
+        server->abortAll(BackendFailure::ConnectionClosed);
+      }
+    }
+  }
+  for (auto& server : draining_) {
+    server->abortAll(BackendFailure::ConnectionClosed);
+  }
+  // Backends count into backend_stats_ and counters_ while they go: destroy them first.
+  draining_.clear();
+  pools_.clear();
+}
+
+void Worker::start(std::shared_ptr<const config::Topology> topology) {
+  applyTopology(std::move(topology));
+  thread_ = std::thread([this] { run(); });
+}
+
+void Worker::join() {
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+void Worker::run() {
+  loop_->run();
+  finished_.store(true, std::memory_order_release);
+}
+
+void Worker::postClient(int fd, std::string pool,
+                        std::shared_ptr<std::atomic<uint32_t>> open_count) {
+  loop_->post([this, fd, pool = std::move(pool), open_count = std::move(open_count)]() mutable {
+    acceptClient(fd, pool, std::move(open_count));
+  });
+}
+
+void Worker::postTopology(std::shared_ptr<const config::Topology> topology) {
+  loop_->post(
+      [this, topology = std::move(topology)]() mutable { applyTopology(std::move(topology)); });
+}
+
+void Worker::postShutdown(uint32_t grace_ms) {
+  loop_->post([this, grace_ms] {
+    shutting_down_ = true;
+    idle_sweep_->stop();
+    idle_sweep_ms_ = 0;
+    grace_timer_ = std::make_unique<net::Timer>(*loop_, [this] {
+      MCRING_LOG(Warn, "worker %d: grace period over with %zu client(s) still open", id_,
+                 sessions_.size());
+      loop_->stop();
+    });
+    grace_timer_->start(grace_ms);
+    std::vector<ClientSession*> open(sessions_.begin(), sessions_.end());
+    for (ClientSession* s : open) {
+      s->beginDrain();
+    }
+    checkShutdownDone();
+  });
+}
+
+void Worker::checkShutdownDone() {
+  if (shutting_down_ && sessions_.empty()) {
+    loop_->stop();
+  }
+}
+
+void Worker::acceptClient(int fd, const std::string& pool_name,
+                          std::shared_ptr<std::atomic<uint32_t>> open_count) {
+  auto it = pools_.find(pool_name);
+  if (shutting_down_ || it == pools_.end() || it->second->removed) {
+    ::close(fd);
+    open_count->fetch_sub(1, std::memory_order_relaxed);
+    return;
+  }
+  auto* session = new ClientSession(*this, *it->second, next_session_id_++, std::move(open_count));
+  if (!session->attach(fd)) {
+    delete session;
+    return;
+  }
+  sessions_.insert(session);
+  stats::bump(counters_.total_connections);
+  stats::bump(counters_.curr_connections);
+}
+
+void Worker::retire(ClientSession* session) {
+  if (sessions_.erase(session) > 0) {
+    stats::drop(counters_.curr_connections);
+    retired_.push_back(session);
+    if (!reaper_->pending()) {
+      reaper_->start(0);
+    }
+  }
+}
+
+void Worker::scheduleInputWake() {
+  if (!input_wake_->pending()) {
+    input_wake_->start(0);
+  }
+}
+
+// Memory for large requests being received was freed: the sessions waiting for it try again, in
+// the order they started waiting (one that still finds none waits again).
+void Worker::wakeInputWaiters() {
+  for (auto& [name, pool] : pools_) {
+    std::vector<RequestOwner*> waiting;
+    waiting.swap(pool->input_waiters);
+    for (RequestOwner* s : waiting) {
+      s->onInputBudget();
+    }
+  }
+}
+
+void Worker::reapRetired() {
+  std::vector<ClientSession*> dead;
+  dead.swap(retired_);
+  for (ClientSession* s : dead) {
+    retired_peak_bytes_ += s->peakBuffered();
+    delete s;
+  }
+  if (retired_peak_bytes_ >= ClientSession::kTrimAfterPeak) {
+    // Clients that had megabytes buffered are gone (one big one, or many that each held a part
+    // of a large request): give that memory back to the OS rather than let the allocator keep
+    // it (rare, so the cost of trimming does not matter).
+    retired_peak_bytes_ = 0;
+    malloc_trim(0);
+  }
+  checkShutdownDone();
+}
+
+// Switches to a new snapshot between two requests (this runs as a posted task, so no request is
+// half-processed). Servers that stay keep their connections; removed ones drain in the
+// background; pools that left have their sessions drained.
+void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
+  std::unordered_map<std::string, bool> seen;
+  for (const auto& pool_topo : topology->pools) {
+    const std::string& name = pool_topo->config.name;
+    seen[name] = true;
+    auto& runtime = pools_[name];
+    if (!runtime) {
+      runtime = std::make_unique<PoolRuntime>();
+      runtime->name = name;
+    }
+    std::shared_ptr<const config::PoolTopology> previous = runtime->topology;
+    std::vector<BackendServer*> previous_by_index = runtime->by_index;
+    runtime->topology = pool_topo;
+    runtime->removed = false;
+    runtime->parser = protocol::RequestParser(limitsFor(pool_topo->config));
+    // This worker's share of the pool's memory budget; large requests being received may use
+    // a quarter of it.
+    runtime->replies_budget.setLimit(pool_topo->config.buffer_limit / count_);
+    runtime->inputs_budget.setLimit(pool_topo->config.buffer_limit / 4 / count_);
+    std::unordered_map<std::string, std::unique_ptr<BackendServer>> next;
+    runtime->by_index.clear();
+    const auto& servers = pool_topo->config.servers;
+    for (size_t i = 0; i < servers.size(); ++i) {
+      std::string identity = servers[i].identity();
+      std::unique_ptr<BackendServer> server;
+      auto old = runtime->servers.find(identity);
+      if (old != runtime->servers.end()) {
+        server = std::move(old->second);
+        runtime->servers.erase(old);
+      } else if (auto again = next.find(identity); again != next.end()) {
+        runtime->by_index.push_back(again->second.get());
+        continue;
+      } else {
+        server = std::make_unique<BackendServer>(
+            *this, *runtime, identity, servers[i].displayName(), pool_topo->server_addresses[i],
+            pool_topo->config.server_connections);
+      }
+      runtime->by_index.push_back(server.get());
+      next.emplace(identity, std::move(server));
+    }
+    std::vector<std::unique_ptr<BackendServer>> removed;
+    for (auto& [identity, server] : runtime->servers) {
+      removed.push_back(std::move(server));
+    }
+    runtime->servers = std::move(next);
+    bool moved = previous != nullptr && placementChanged(*previous, *pool_topo);
+    if (moved || pool_topo->config.warmup_window_ms == 0) {
+      closeWarmup(*runtime);
+    }
+    if (moved && pool_topo->config.warmup_window_ms > 0) {
+      openWarmup(*runtime, std::move(previous), std::move(previous_by_index), std::move(removed));
+    } else {
+      for (auto& server : removed) {
+        draining_.push_back(std::move(server));
+      }
+    }
+  }
+  for (auto& [name, runtime] : pools_) {
+    if (!seen.count(name) && !runtime->removed) {
+      runtime->removed = true;
+      for (ClientSession* s : std::vector<ClientSession*>(sessions_.begin(), sessions_.end())) {
+        if (&s->pool() == runtime.get()) {
+          s->beginDrain();
+        }
+      }
+      for (auto& [identity, server] : runtime->servers) {
+        draining_.push_back(std::move(server));
+      }
+      runtime->servers.clear();
+      runtime->by_index.clear();
+      closeWarmup(*runtime);
+    }
+  }
+  topology_ = std::move(topology);
+  reapDraining();
+  scheduleIdleSweep();
+}
+
+void Worker::scheduleIdleSweep() {
+  uint64_t smallest = 0;
+  for (const auto& pool_topo : topology_->pools) {
+    const uint64_t t = pool_topo->config.client_idle_timeout_ms;
+    if (t != 0 && (smallest == 0 || t < smallest)) {
+      smallest = t;
+    }
+  }
+  const uint64_t period = smallest == 0 ? 0 : std::clamp<uint64_t>(smallest / 8, 10, 1000);
+  if (period == idle_sweep_ms_) {
+    return;
+  }
+  idle_sweep_ms_ = period;
+  idle_sweep_->stop();
+  if (period != 0) {
+    idle_sweep_->start(period, true);
+  }
+}
+
+void Worker::sweepIdleClients() {
+  const uint64_t now_ms = common::coarseMonotonicNs() / 1000000;
+  // closeIfIdle retires the session (it leaves sessions_): walk a copy.
+  for (ClientSession* s : std::vector<ClientSession*>(sessions_.begin(), sessions_.end())) {
+    s->closeIfIdle(now_ms);
+  }
+}
+
+void Worker::openWarmup(PoolRuntime& runtime, std::shared_ptr<const config::PoolTopology> previous,
+                        std::vector<BackendServer*> previous_by_index,
+                        std::vector<std::unique_ptr<BackendServer>> removed) {
+  auto window = std::make_unique<WarmupWindow>();
+  window->id = next_warmup_id_++;
+  window->previous = std::move(previous);
+  window->previous_by_index = std::move(previous_by_index);
+  window->retained = std::move(removed);
+  // The timer posts the close: a Timer must not be destroyed from inside its own callback.
+  window->timer = std::make_unique<net::Timer>(*loop_, [this, rt = &runtime, id = window->id] {
+    loop_->post([this, rt, id] {
+      if (rt->warmup && rt->warmup->id == id) {
+        closeWarmup(*rt);
+      }
+    });
+  });
+  window->timer->start(runtime.config().warmup_window_ms);
+  runtime.warmup = std::move(window);
+  stats::bump(counters_.warmup_windows_open);
+}
+
+// The previous placement is released; servers kept only for the window drain and go.
+void Worker::closeWarmup(PoolRuntime& runtime) {
+  if (!runtime.warmup) {
+    return;
+  }
+  for (auto& server : runtime.warmup->retained) {
+    draining_.push_back(std::move(server));
+  }
+  runtime.warmup.reset();
+  stats::drop(counters_.warmup_windows_open);
+  reapDraining();
+}
+
+void Worker::reapDraining() {
+  for (size_t i = 0; i < draining_.size();) {
+    if (draining_[i]->idle()) {
+      draining_[i]->abortAll(BackendFailure::ConnectionClosed);
+      // Destroying it from inside one of its own connection's callbacks is not safe: defer.
+      loop_->post([server = draining_[i].release()] { delete server; });
+      draining_[i] = std::move(draining_.back());
+      draining_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+}  // namespace mcring::core

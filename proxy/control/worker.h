@@ -1,0 +1,116 @@
+// A worker thread: one event loop, its client sessions, its backend connections, its counters.
+//
+// Shared-nothing: the only things that reach a worker from other threads are posted messages
+// (a new client socket, a new topology snapshot, shutdown). No lock on the request path.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "config/topology.h"
+#include "proxy/backend/pending_request.h"
+#include "proxy/backend/pool_runtime.h"
+#include "proxy/net/event_loop.h"
+#include "proxy/session/session_context.h"
+#include "proxy/stats/backend_stats.h"
+#include "proxy/stats/counters.h"
+#include "proxy/stats/stats_renderer.h"
+
+namespace mcring::core {
+
+class ClientSession;
+
+// The loop, request pool, warm-up registry and counters are WorkerContext's (the data plane's
+// view of a worker, backend/worker_context.h); the reporter is SessionContext's.
+class Worker final : public SessionContext {
+ public:
+  // `count`: how many workers share the process (each takes its share of the memory budgets).
+  Worker(int id, int count, const stats::StatsRenderer& reporter);
+  ~Worker() override;
+
+  // --- any thread ---
+  void start(std::shared_ptr<const config::Topology> topology);
+  void join();
+  // `open_count` is the pool's open-connection count; the session decrements it when it ends.
+  void postClient(int fd, std::string pool, std::shared_ptr<std::atomic<uint32_t>> open_count);
+  void postTopology(std::shared_ptr<const config::Topology> topology);
+  // Stop reading new requests, finish in-flight ones, close; the loop ends when all sessions are
+  // gone or after grace_ms.
+  void postShutdown(uint32_t grace_ms);
+  // counters() and backendStats(), const: WorkerContext's.
+  // The loop has returned (after shutdown).
+  bool finished() const { return finished_.load(std::memory_order_acquire); }
+
+  // --- worker thread ---
+  int id() const { return id_; }
+  // loop(), requests(), warmup(), counters(), backendStats(): WorkerContext's; reporter():
+  // SessionContext's.
+  // Called (on the worker thread) when a server of a pool with auto_eject_hosts has failed
+  // server_failure_limit times in a row; the proxy decides ejection for all workers at once.
+  using ServerDownFn = std::function<void(const std::string& pool, const std::string& identity)>;
+  void setServerDownHandler(ServerDownFn fn) { server_down_ = std::move(fn); }
+  void reportServerDown(const std::string& pool, const std::string& identity) override {
+    if (server_down_) {
+      server_down_(pool, identity);
+    }
+  }
+  // Memory for large requests being received was freed: wake the sessions waiting for it soon
+  // (not from inside the session that freed it).
+  void scheduleInputWake() override;
+  // Deferred destruction: a session ends itself from inside its own callbacks.
+  void retire(ClientSession* session) override;
+  // A backend connection finished something; drained servers of old snapshots may now go.
+  void onBackendIdle() override {
+    if (!draining_.empty()) {
+      reapDraining();
+    }
+  }
+
+ private:
+  void run();
+  void applyTopology(std::shared_ptr<const config::Topology> topology);
+  void acceptClient(int fd, const std::string& pool,
+                    std::shared_ptr<std::atomic<uint32_t>> open_count);
+  void reapRetired();
+  void wakeInputWaiters();
+  void reapDraining();
+  void checkShutdownDone();
+  // client_idle_timeout: the sweep runs only while some pool sets it, every eighth of the
+  // smallest timeout (10 ms to 1 s).
+  void scheduleIdleSweep();
+  void sweepIdleClients();
+  // Warm migration: opens a window for a pool whose placement changed, or closes it.
+  void openWarmup(PoolRuntime& runtime, std::shared_ptr<const config::PoolTopology> previous,
+                  std::vector<BackendServer*> previous_by_index,
+                  std::vector<std::unique_ptr<BackendServer>> removed);
+  void closeWarmup(PoolRuntime& runtime);
+
+  int id_;
+  int count_;
+  std::thread thread_;
+  std::shared_ptr<const config::Topology> topology_;
+  std::unordered_map<std::string, std::unique_ptr<PoolRuntime>> pools_;
+  std::vector<std::unique_ptr<BackendServer>> draining_;  // removed servers finishing in flight
+  std::unordered_set<ClientSession*> sessions_;
+  std::vector<ClientSession*> retired_;
+  std::unique_ptr<net::Timer> reaper_;
+  std::unique_ptr<net::Timer> grace_timer_;
+  std::unique_ptr<net::Timer> idle_sweep_;
+  std::unique_ptr<net::Timer> input_wake_;
+  uint64_t retired_peak_bytes_ = 0;  // peaks of sessions gone since the last malloc_trim
+  uint64_t idle_sweep_ms_ = 0;  // period of idle_sweep_; 0: stopped
+  uint64_t next_warmup_id_ = 1;
+  uint64_t next_session_id_ = 0;
+  bool shutting_down_ = false;
+  ServerDownFn server_down_;
+  std::atomic<bool> finished_{false};
+};
+
+}  // namespace mcring::core

@@ -1,0 +1,39 @@
+// dispatchSteps(): the backend layer's view of warm-up and multi-get assembly.
+#include "proxy/dispatch/dispatch_steps.h"
+
+#include "proxy/dispatch/multiget.h"
+#include "proxy/dispatch/warmup.h"
+
+namespace mcring::core {
+namespace {
+
+class Steps final : public DispatchSteps {
+ public:
+  bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
+                            uint64_t session_id) const override {
+    return core::launchMultigetWarmup(r, pool, worker, session_id);
+  }
+  bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
+                        uint64_t session_id) const override {
+    return core::launchMetaWarmup(r, pool, worker, session_id);
+  }
+  void onWarmupReply(PendingRequest& r, uint32_t key_index, const protocol::Reply& rep,
+                     std::string_view unit, BackendServer& from) const override {
+    core::onWarmupReply(r, key_index, rep, unit, from);
+  }
+  void onWarmupCopyReply(const protocol::Reply& rep, WorkerContext& worker) const override {
+    core::onWarmupCopyReply(rep, worker);
+  }
+  void assembleMultiget(PendingRequest& r, stats::WorkerCounters& counters) const override {
+    core::assembleMultiget(r, counters);
+  }
+};
+
+}  // namespace
+
+const DispatchSteps& dispatchSteps() {
+  static const Steps steps;
+  return steps;
+}
+
+}  // namespace mcring::core

@@ -1,0 +1,31 @@
+// assembleMultiget: in-order reassembly of multi-get fragments.
+#include "proxy/dispatch/multiget.h"
+
+namespace mcring::core {
+
+void assembleMultiget(PendingRequest& r, stats::WorkerCounters& counters) {
+  if (r.failed) {
+    r.reply.drain(r.reply.size());  // units a lone fragment streamed in before the failure
+    r.reply.append(r.error_line);
+    return;
+  }
+  // Within a fragment, VALUE units arrived in the order its keys were sent, which is the
+  // client's order; so taking key i's unit from the front of its fragment's buffer, for i in
+  // client order, yields every unit in client order.
+  uint32_t hits = 0;
+  for (uint32_t i = 0; i < r.key_count; ++i) {
+    uint64_t n = r.key_hit_length[i];
+    if (n > 0) {
+      Fragment& fr = r.fragments[r.key_fragment[i]];
+      net::Buffer& values = multigetValueSink(r, fr);
+      if (&values != &r.reply) {
+        values.moveTo(r.reply, n);
+      }
+      ++hits;
+    }
+  }
+  stats::bump(counters.get_misses, r.key_count - hits);
+  r.reply.append("END\r\n");
+}
+
+}  // namespace mcring::core

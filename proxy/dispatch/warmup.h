@@ -1,0 +1,59 @@
+// Warm migration: for a window after a membership change, a miss on a key whose server changed
+// is answered from the key's previous server, and the value is copied to the new one.
+//
+// The worker knows both placements at the moment it switches snapshots, so it can do what
+// mcrouter's WarmUpRoute needs wiring for. Per pool, one window: a second change closes it and
+// opens a new one whose previous placement is the one that change replaced (so the oldest
+// placement consulted is always the one just before the latest change).
+//
+// Ordering rules that keep newer values safe:
+// - the copy is a meta `ms ... ME` (add): it never replaces a value written meanwhile;
+// - a write or delete of a moved key also deletes the previous server's copy, and its reply
+//   waits for that delete, so a later read cannot fetch the old value again;
+// - a write or delete that arrives while a fetch of the same key is in flight cancels the
+//   fetch's copy (a pipelined `get k; delete k` cannot resurrect k);
+// - a read answered by warm-up returns only after its copy was stored or refused, so a write
+//   sent after that reply always lands after the copy.
+// Worker-thread only.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "config/topology.h"
+#include "proxy/backend/pending_request.h"
+#include "proxy/backend/warmup_state.h"
+#include "proxy/protocol/reply.h"
+
+namespace mcring::core {
+
+class BackendServer;
+class WorkerContext;
+struct PoolRuntime;
+
+// True if the two snapshots may place some key differently (servers, weights, names or routing
+// options differ).
+bool placementChanged(const config::PoolTopology& a, const config::PoolTopology& b);
+
+// Second hop of a multi-key get (classic get/gets/gat/gats) once every fragment answered: sends
+// `mg <key> v f t c` to the previous server of each missed moved key. Returns true if any was
+// sent (the request completes when they and their copies are answered).
+bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
+                          uint64_t session_id);
+
+// Second hop of an `mg` that missed on its new server. True if sent.
+bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
+                      uint64_t session_id);
+
+// The previous server's reply to a second hop (`unit` = reply line + data block, whole).
+// `from` is the server that answered. Fills the client's reply and sends the copy.
+void onWarmupReply(PendingRequest& r, uint32_t key_index, const protocol::Reply& rep,
+                   std::string_view unit, BackendServer& from);
+
+// The copy's reply (HD stored, NS refused: the new server already had a value).
+void onWarmupCopyReply(const protocol::Reply& rep, WorkerContext& worker);
+
+// Client `mg` flags the warm-up path can answer itself (v f t c k s O); others go cold.
+bool metaFlagsWarmable(std::string_view flags);
+
+}  // namespace mcring::core

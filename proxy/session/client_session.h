@@ -1,0 +1,143 @@
+// One client connection: parses its requests, routes each to a backend (or answers it), and
+// writes the replies back in request order however the backends interleave.
+//
+// Pipelining: requests are framed (protocol::RequestFramer) and dispatched as fast as they
+// arrive; replies wait in the FIFO until every earlier one is written. The head's reply streams
+// to the socket as its units arrive. Memory budget: reply bytes held for the client and unsent
+// output count against client_buffer_limit and the pool's buffer_limit; at half of the client's
+// limit, or with too many requests outstanding, the client is no longer read; a reply that would
+// pass a limit is refused (memcached's out-of-memory error); a request larger than 32 KiB being
+// received needs a reservation from the pool, or waits unread. Worker-thread only.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "proxy/backend/backend_failure.h"
+#include "proxy/backend/pending_request.h"
+#include "proxy/backend/pool_runtime.h"
+#include "proxy/net/tcp_connection.h"
+#include "proxy/protocol/request.h"
+#include "proxy/protocol/request_framer.h"
+#include "proxy/session/session_context.h"
+
+namespace mcring::core {
+
+class BackendServer;
+
+class ClientSession final : public net::ConnectionHandler, public RequestOwner {
+ public:
+  ClientSession(SessionContext& worker, PoolRuntime& pool, uint64_t id,
+                std::shared_ptr<std::atomic<uint32_t>> open_count);
+  ~ClientSession() override;
+  bool attach(int fd);
+
+  // A request of this session got its whole reply (called by backend connections).
+  void onRequestComplete(PendingRequest* r) override;
+  // Shutdown or pool removal: stop reading, finish what is in flight, then close.
+  void beginDrain();
+  bool closed() const { return closed_; }
+  // Most bytes this client ever had buffered (to decide whether to give memory back).
+  uint64_t peakBuffered() const { return peak_buffered_; }
+
+  // --- memory budget, used by backend connections as reply units arrive ---
+  // `r` (this session's) is at the FIFO head and its reply can stream: its held bytes go to the
+  // socket now and later units go there directly (streamReply).
+  bool tryStream(PendingRequest& r) override;
+  // Moves n bytes from `from` to the socket's output (r streaming).
+  void streamReply(net::Buffer& from, uint64_t n) override;
+  // Charges n more reply bytes held for `r`; false if that would pass a limit.
+  bool holdReply(PendingRequest& r, uint64_t n) override;
+  // Gives back what `r` held (it left the FIFO, or its bytes were dropped).
+  void releaseHeld(PendingRequest& r) override;
+  // Unsent output at the client's limit: a reply streaming to it must wait.
+  bool outputFull() const override;
+  uint64_t outputSize() const override;
+  // Its output made no progress for a long time while a backend connection waited on it.
+  void closeSlowReader() override;
+  // The pool freed memory for large requests being received (Worker).
+  void onInputBudget() override;
+  // Bytes a client may have of a request being received without a reservation.
+  static constexpr uint64_t kInputAllowance = 32 * 1024;
+  // A session that had this much buffered gives memory back to the OS when it goes (Worker).
+  static constexpr uint64_t kTrimAfterPeak = 2 * 1024 * 1024;
+  PoolRuntime& pool() override { return *pool_; }
+  uint64_t id() const override { return id_; }
+  // client_idle_timeout, called by the worker's periodic sweep with a monotonic clock: closes
+  // the session (and returns true) once no sweep has seen it busy (a request read, in flight or
+  // with reply bytes unwritten) for the pool's timeout.
+  bool closeIfIdle(uint64_t now_ms);
+
+  void onReadable() override;
+  void onWritable() override;
+  void onClosed(net::CloseReason reason, int error) override;
+
+  // Requests in flight beyond which a client is no longer read.
+  static constexpr size_t kMaxPending = 256;
+
+ private:
+  void processInput();
+  // The request at the front of the input needs `need` bytes in all (0: its line has not ended).
+  void wantInput(uint64_t need);
+  void releaseInput();
+  void syncOutput();
+  uint64_t clientLimit() const { return pool_->config().client_buffer_limit; }
+  bool streamable(const PendingRequest& r) const;
+  void dispatch(std::string_view line);
+  void dispatchKeyed(std::string_view line);
+  void dispatchRetrieval(std::string_view line);
+  void dispatchMultiget(std::string_view line, bool warm);
+  // The current get/gets goes out with its keys in lines shared with other requests
+  // (coalesce_gets; gat/gats carry an exptime and keep lines of their own).
+  bool coalescing() const {
+    return pool_->config().coalesce_gets &&
+           (req_.command == protocol::Command::Get || req_.command == protocol::Command::Gets);
+  }
+  void invalidatePrevious(PendingRequest* r, BackendServer& prev, std::string_view line);
+  void dispatchFlushAll(std::string_view line);
+  void answerLocal(std::string_view line);
+  void invalidateKey(std::string_view line);
+  void countForBackend(BackendServer& server, std::string_view key);
+  void failUnavailable(PendingRequest* r, BackendServer& server, uint64_t bytes);
+  PendingRequest* newRequest();
+  void completeWith(PendingRequest* r, std::string_view reply);
+  void rejectRequest(const protocol::Request& req);
+  void flush();
+  bool throttled() const;
+  void updateReading();
+  void close();
+  void releaseSlot();
+  size_t consumedLength() const;
+  void dropFifo();
+
+  SessionContext& worker_;
+  PoolRuntime* pool_;
+  uint64_t id_;
+  std::shared_ptr<std::atomic<uint32_t>> open_count_;
+  std::unique_ptr<net::TcpConnection> tcp_;
+  std::deque<PendingRequest*> fifo_;
+  protocol::Request req_;
+  protocol::RequestFramer framer_;
+  std::vector<uint32_t> routes_;      // scratch: server of each key of a multi-get
+  std::vector<int32_t> fragment_of_;  // scratch: fragment of each server, -1 if none
+  uint64_t held_ = 0;             // reply bytes held in this session's requests (budget)
+  uint64_t output_charged_ = 0;   // output bytes charged to the pool's budget at the last sync
+  uint64_t input_reserved_ = 0;   // reservation for a large request being received
+  bool waiting_input_ = false;    // in the pool's input_waiters
+  uint64_t requests_ = 0;             // requests read so far
+  uint64_t idle_requests_ = 0;        // requests_ at the last idle sweep
+  uint64_t idle_since_ms_ = 0;        // last sweep that saw it busy; 0: none yet
+  mutable uint64_t peak_buffered_ = 0;
+  bool reading_ = true;
+  bool read_eof_ = false;
+  bool draining_ = false;
+  bool closing_ = false;  // a quit / fatal error reply is queued: read nothing more
+  bool closed_ = false;
+  bool in_process_ = false;
+};
+
+}  // namespace mcring::core

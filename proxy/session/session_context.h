@@ -1,0 +1,29 @@
+// What a client session needs of its worker beyond the data plane's WorkerContext: deferred
+// destruction of itself and the `stats` renderer. Control's Worker implements it.
+// Worker-thread only.
+#pragma once
+
+#include "proxy/backend/worker_context.h"
+#include "proxy/stats/stats_renderer.h"
+
+namespace mcring::core {
+
+class ClientSession;
+
+class SessionContext : public WorkerContext {
+ public:
+  SessionContext(const DispatchSteps& steps, const stats::StatsRenderer& reporter)
+      : WorkerContext(steps), reporter_(reporter) {}
+
+  const stats::StatsRenderer& reporter() const { return reporter_; }
+  // Deferred destruction: a session ends itself from inside its own callbacks.
+  virtual void retire(ClientSession* session) = 0;
+  // Memory for large requests being received was freed: wake the sessions waiting for it soon
+  // (not from inside the session that freed it).
+  virtual void scheduleInputWake() = 0;
+
+ private:
+  const stats::StatsRenderer& reporter_;
+};
+
+}  // namespace mcring::core
