@@ -11,17 +11,20 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "proxy/net/chunk_pool.h"
 #include "proxy/net/tcp_connection.h"
 
 namespace mcring::net {
 
 void initThreading() {
+  installChunkPool();
   evthread_use_pthreads();
 }
 
 void setAllocator(void* (*malloc_fn)(size_t), void* (*realloc_fn)(void*, size_t),
                   void (*free_fn)(void*)) {
-  event_set_mem_functions(malloc_fn, realloc_fn, free_fn);
+  const UpstreamAllocator upstream{malloc_fn, realloc_fn, free_fn};
+  installChunkPool(&upstream);
 }
 
 EventLoop::EventLoop() {
