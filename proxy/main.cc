@@ -42,7 +42,7 @@ void usage(FILE* out) {
                "  -s, --stats-port PORT   admin HTTP port: /metrics /stats /healthz, POST /reload\n"
                "                          (default: 22222; 0 disables)\n"
                "  -a, --stats-addr ADDR   admin/stats HTTP address (default: 127.0.0.1)\n"
-               "      --threads N         worker threads (default: number of cores)\n"
+               "      --threads N         worker threads (default: half the cores, at least 1)\n"
                "      --shutdown-grace MS time to finish in-flight requests on SIGTERM\n"
                "                          (default: 10000)\n"
                "      --backend-stats-interval S  read each backend's own stats (items, bytes,\n"

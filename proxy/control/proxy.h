@@ -29,7 +29,7 @@ namespace mcring::core {
 
 struct ProxyOptions {
   std::string config_path;
-  int threads = 0;            // 0: one per core
+  int threads = 0;            // 0: defaultWorkerThreads()
   uint32_t shutdown_grace_ms = 10000;
   bool watch_config = true;        // reload when the file changes on disk
   uint32_t watch_debounce_ms = 200;
@@ -40,6 +40,9 @@ struct ProxyOptions {
   bool admin_port_explicit = false;
   uint32_t backend_stats_interval_s = 10;  // how often backends' own `stats` are read; 0: never
 };
+
+// Worker threads when --threads is not given.
+int defaultWorkerThreads();
 
 class Proxy final : public AdminSource {
  public:
