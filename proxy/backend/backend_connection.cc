@@ -1,6 +1,8 @@
 // BackendConnection: pipelined request/reply matching over one backend socket.
 #include "proxy/backend/backend_connection.h"
 
+#include "proxy/protocol/reply_lines.h"
+
 #include <cstring>
 
 #include "proxy/backend/backend_server.h"
@@ -228,7 +230,7 @@ void BackendConnection::refuse(PendingRequest& r) {
   }
   if (!r.failed) {
     r.failed = true;
-    r.error_line.assign(kOutOfMemoryReply);
+    r.error_line.assign(protocol::kOutOfMemoryLine);
   }
 }
 
@@ -458,31 +460,9 @@ void BackendConnection::finish(InFlight& f) {
     w.warmup().finished(multigetKey(*r, f.fragment), r, f.fragment);
   }
   if (--r->fragments_left == 0) {
-    switch (r->shape) {
-      case Shape::Direct:
-        if (r->refused) {
-          r->reply.drain(r->reply.size());
-          r->reply.append(r->noreply ? std::string_view() : kOutOfMemoryReply);
-          stats::bump(w.counters().server_errors);
-        } else if (r->invalidated_hit && r->command == protocol::Command::Delete &&
-            r->reply.size() == 11 && r->reply.contiguous(11) == "NOT_FOUND\r\n") {
-          // Not copied yet, but the previous server had it: the key did exist.
-          r->reply.drain(11);
-          r->reply.append("DELETED\r\n");
-        }
-        break;
-      case Shape::Multiget:
-        if (r->warm && !r->warm_hop_started && r->session != nullptr &&
-            w.steps().launchMultigetWarmup(*r, r->session->pool(), w, r->session->id())) {
-          w.requests().release(r);  // the second hop's expectations hold it now
-          return;
-        }
-        w.steps().assembleMultiget(*r, w.counters());
-        break;
-      case Shape::Broadcast:
-        r->reply.append(r->failed ? std::string_view(r->error_line)
-                                  : (r->noreply ? std::string_view() : "OK\r\n"));
-        break;
+    if (!w.steps().complete(*r, w)) {
+      w.requests().release(r);  // a second hop's expectations hold it now
+      return;
     }
     r->complete = true;
     if (r->session != nullptr) {

@@ -19,9 +19,6 @@ namespace mcring::core {
 
 class BackendServer;
 
-// memcached's reply when it cannot allocate the response to a get.
-inline constexpr std::string_view kOutOfMemoryReply =
-    "SERVER_ERROR out of memory writing get response\r\n";
 
 // Where a backend reply goes.
 enum class Delivery : uint8_t {

@@ -1,5 +1,5 @@
-// The dispatch steps a backend reply can set off: warm-up second hops and copies, multi-get
-// assembly. Backend connections match reply units to requests and hand them on through this
+// The dispatch steps a backend reply can set off: composing a completed request's reply,
+// warm-up second hops and copies. Backend connections match reply units to requests and hand them on through this
 // interface; dispatch implements it (dispatch/dispatch_steps.h), so backend never depends on
 // dispatch. Worker-thread only.
 #pragma once
@@ -20,16 +20,15 @@ struct PoolRuntime;
 class DispatchSteps {
  public:
   virtual ~DispatchSteps() = default;
-  // dispatch/warmup.h: launchMultigetWarmup, launchMetaWarmup, onWarmupReply, onWarmupCopyReply.
-  virtual bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
-                                    uint64_t session_id) const = 0;
+  // Every part of `r` has answered: compose its reply (dispatch/completion.h). False if a
+  // second hop was launched instead; it holds `r` then.
+  virtual bool complete(PendingRequest& r, WorkerContext& worker) const = 0;
+  // dispatch/warmup.h: an `mg` that missed on its new server takes a second hop.
   virtual bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
                                 uint64_t session_id) const = 0;
   virtual void onWarmupReply(PendingRequest& r, uint32_t key_index, const protocol::Reply& rep,
                              std::string_view unit, BackendServer& from) const = 0;
   virtual void onWarmupCopyReply(const protocol::Reply& rep, WorkerContext& worker) const = 0;
-  // dispatch/multiget.h: assembleMultiget.
-  virtual void assembleMultiget(PendingRequest& r, stats::WorkerCounters& counters) const = 0;
 };
 
 }  // namespace mcring::core

@@ -1,7 +1,7 @@
 // dispatchSteps(): the backend layer's view of warm-up and multi-get assembly.
 #include "proxy/dispatch/dispatch_steps.h"
 
-#include "proxy/dispatch/multiget.h"
+#include "proxy/dispatch/completion.h"
 #include "proxy/dispatch/warmup.h"
 
 namespace mcring::core {
@@ -9,9 +9,8 @@ namespace {
 
 class Steps final : public DispatchSteps {
  public:
-  bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
-                            uint64_t session_id) const override {
-    return core::launchMultigetWarmup(r, pool, worker, session_id);
+  bool complete(PendingRequest& r, WorkerContext& worker) const override {
+    return completeRequest(r, worker);
   }
   bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
                         uint64_t session_id) const override {
@@ -23,9 +22,6 @@ class Steps final : public DispatchSteps {
   }
   void onWarmupCopyReply(const protocol::Reply& rep, WorkerContext& worker) const override {
     core::onWarmupCopyReply(rep, worker);
-  }
-  void assembleMultiget(PendingRequest& r, stats::WorkerCounters& counters) const override {
-    core::assembleMultiget(r, counters);
   }
 };
 

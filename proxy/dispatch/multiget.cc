@@ -1,6 +1,8 @@
 // assembleMultiget: in-order reassembly of multi-get fragments.
 #include "proxy/dispatch/multiget.h"
 
+#include "proxy/protocol/reply_lines.h"
+
 namespace mcring::core {
 
 void assembleMultiget(PendingRequest& r, stats::WorkerCounters& counters) {
@@ -25,7 +27,7 @@ void assembleMultiget(PendingRequest& r, stats::WorkerCounters& counters) {
     }
   }
   stats::bump(counters.get_misses, r.key_count - hits);
-  r.reply.append("END\r\n");
+  r.reply.append(protocol::kEndLine);
 }
 
 }  // namespace mcring::core

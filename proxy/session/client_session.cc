@@ -9,6 +9,7 @@
 #include "proxy/common/log.h"
 #include "proxy/dispatch/multiget.h"
 #include "proxy/dispatch/warmup.h"
+#include "proxy/protocol/reply_lines.h"
 #include "proxy/protocol/request_parser.h"
 
 namespace mcring::core {
@@ -268,7 +269,7 @@ void ClientSession::dispatch(std::string_view line) {
     case CommandClass::MetaNoop: {
       PendingRequest* r = newRequest();
       tcp_->input().drain(req_.line_length);
-      completeWith(r, "MN\r\n");
+      completeWith(r, protocol::kMetaNoopLine);
       return;
     }
     case CommandClass::Local:
@@ -519,7 +520,7 @@ void ClientSession::dispatchFlushAll(std::string_view line) {
   net::Buffer& in = tcp_->input();
   if (!pool_->config().allow_flush_all) {
     in.drain(req_.line_length);
-    completeWith(r, "CLIENT_ERROR flush_all not allowed\r\n");
+    completeWith(r, protocol::kFlushAllRefusedLine);
     return;
   }
   const protocol::Span& t = req_.noreply_token;
@@ -564,7 +565,7 @@ void ClientSession::answerLocal(std::string_view line) {
       out = "VERSION " MCRING_PROTOCOL_VERSION "\r\n";
       break;
     case Command::Verbosity:
-      out = req_.noreply ? "" : "OK\r\n";
+      out = req_.noreply ? "" : protocol::kOkLine;
       break;
     case Command::Quit:
       r->close_after = true;

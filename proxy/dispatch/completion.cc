@@ -1,0 +1,40 @@
+// completeRequest: the reply of a request whose parts have all answered.
+#include "proxy/dispatch/completion.h"
+
+#include "proxy/dispatch/multiget.h"
+#include "proxy/dispatch/warmup.h"
+#include "proxy/protocol/reply_lines.h"
+
+namespace mcring::core {
+
+bool completeRequest(PendingRequest& r, WorkerContext& worker) {
+  switch (r.shape) {
+    case Shape::Direct:
+      if (r.refused) {
+        r.reply.drain(r.reply.size());
+        r.reply.append(r.noreply ? std::string_view() : protocol::kOutOfMemoryLine);
+        stats::bump(worker.counters().server_errors);
+      } else if (r.invalidated_hit && r.command == protocol::Command::Delete &&
+                 r.reply.size() == protocol::kNotFoundLine.size() &&
+                 r.reply.contiguous(protocol::kNotFoundLine.size()) == protocol::kNotFoundLine) {
+        // Not copied yet, but the previous server had it: the key did exist.
+        r.reply.drain(protocol::kNotFoundLine.size());
+        r.reply.append(protocol::kDeletedLine);
+      }
+      return true;
+    case Shape::Multiget:
+      if (r.warm && !r.warm_hop_started && r.session != nullptr &&
+          launchMultigetWarmup(r, r.session->pool(), worker, r.session->id())) {
+        return false;
+      }
+      assembleMultiget(r, worker.counters());
+      return true;
+    case Shape::Broadcast:
+      r.reply.append(r.failed ? std::string_view(r.error_line)
+                              : (r.noreply ? std::string_view() : protocol::kOkLine));
+      return true;
+  }
+  return true;
+}
+
+}  // namespace mcring::core

@@ -1,0 +1,19 @@
+// The reply lines mcring writes itself rather than forwards from a backend, in memcached's exact
+// bytes: one place, so a line the proxy composes cannot drift from memcached's.
+#pragma once
+
+#include <string_view>
+
+namespace mcring::protocol {
+
+inline constexpr std::string_view kEndLine = "END\r\n";
+inline constexpr std::string_view kOkLine = "OK\r\n";
+inline constexpr std::string_view kDeletedLine = "DELETED\r\n";
+inline constexpr std::string_view kNotFoundLine = "NOT_FOUND\r\n";
+inline constexpr std::string_view kMetaNoopLine = "MN\r\n";
+// memcached's reply when it cannot allocate the response to a get (mcring: the memory budget).
+inline constexpr std::string_view kOutOfMemoryLine =
+    "SERVER_ERROR out of memory writing get response\r\n";
+inline constexpr std::string_view kFlushAllRefusedLine = "CLIENT_ERROR flush_all not allowed\r\n";
+
+}  // namespace mcring::protocol
