@@ -1,47 +1,17 @@
-// ClientSession: request parsing, dispatch, in-order reply flushing and back-pressure.
+// ClientSession: framing, the in-order reply FIFO, back-pressure and the memory budget.
 #include "proxy/session/client_session.h"
 
 #include <algorithm>
 #include <iterator>
 
-#include "mcring_version.h"
-#include "proxy/backend/backend_server.h"
 #include "proxy/common/log.h"
-#include "proxy/dispatch/multiget.h"
-#include "proxy/dispatch/warmup.h"
 #include "proxy/protocol/reply_lines.h"
 #include "proxy/protocol/request_parser.h"
 
 namespace mcring::core {
 
 using protocol::Command;
-using protocol::CommandClass;
-using protocol::CommandEffect;
-using protocol::ParseStatus;
-using protocol::ReplyKind;
 
-namespace {
-
-// The counters a keyed request counts in, by CommandEffect (Read, Store, Delete, Touch,
-// Other): per worker (`stats`; a keyed Read is mg, get/gets/gat/gats count per key elsewhere)
-// and per backend (`stats backends`).
-using WorkerCounter = std::atomic<uint64_t> stats::WorkerCounters::*;
-using BackendCounter = std::atomic<uint64_t> stats::BackendStats::*;
-constexpr WorkerCounter kWorkerCounterOf[] = {
-    &stats::WorkerCounters::cmd_other, &stats::WorkerCounters::cmd_set,
-    &stats::WorkerCounters::cmd_delete, &stats::WorkerCounters::cmd_touch,
-    &stats::WorkerCounters::cmd_other};
-constexpr BackendCounter kBackendCounterOf[] = {
-    &stats::BackendStats::get_keys, &stats::BackendStats::stores, &stats::BackendStats::deletes,
-    &stats::BackendStats::other_commands, &stats::BackendStats::other_commands};
-static_assert(std::size(kWorkerCounterOf) == static_cast<size_t>(CommandEffect::Other) + 1);
-static_assert(std::size(kBackendCounterOf) == static_cast<size_t>(CommandEffect::Other) + 1);
-
-size_t effectIndex(protocol::Command c) {
-  return static_cast<size_t>(protocol::commandEffect(c));
-}
-
-}  // namespace
 
 ClientSession::ClientSession(SessionContext& worker, PoolRuntime& pool, uint64_t id,
                              std::shared_ptr<std::atomic<uint32_t>> open_count)
@@ -49,7 +19,8 @@ ClientSession::ClientSession(SessionContext& worker, PoolRuntime& pool, uint64_t
       pool_(&pool),
       id_(id),
       open_count_(std::move(open_count)),
-      framer_(pool.parser) {}
+      framer_(pool.parser),
+      dispatcher_(worker, worker.reporter()) {}
 
 ClientSession::~ClientSession() {
   releaseSlot();
@@ -100,10 +71,6 @@ void ClientSession::updateReading() {
   }
 }
 
-size_t ClientSession::consumedLength() const {
-  return req_.line_length + (req_.has_data ? req_.value_length + 2 : 0);
-}
-
 void ClientSession::processInput() {
   if (in_process_) {
     return;
@@ -126,14 +93,14 @@ void ClientSession::processInput() {
           !req_.keys.empty()) {
         // memcached unlinks the old value when a set is too large (so no stale value
         // survives a write the client believes failed); do the same on the key's backend.
-        invalidateKey(frame.line);
+        dispatcher_.invalidateTooLarge(*this, *pool_, req_, frame.line);
       }
       in.drain(frame.length);
       rejectRequest(req_);
       continue;
     }
     stats::bump(worker_.counters().bytes_read, frame.length);
-    dispatch(frame.line);  // forwards or drops exactly frame.length bytes
+    dispatcher_.dispatch(*this, *pool_, req_, frame.line);  // takes exactly frame.length bytes
     if (input_reserved_ > 0) {
       releaseInput();
     }
@@ -200,12 +167,12 @@ void ClientSession::onInputBudget() {
   }
 }
 
-PendingRequest* ClientSession::newRequest() {
+PendingRequest* ClientSession::newRequest(protocol::Command command) {
   PendingRequest* r = worker_.requests().acquire();
   r->session = this;
   r->refs = 1;
   r->fragments_left = 1;
-  r->command = req_.command;
+  r->command = command;
   fifo_.push_back(r);
   ++requests_;
   return r;
@@ -219,7 +186,7 @@ void ClientSession::completeWith(PendingRequest* r, std::string_view reply) {
 
 void ClientSession::rejectRequest(const protocol::Request& req) {
   stats::bump(worker_.counters().client_errors);
-  PendingRequest* r = newRequest();
+  PendingRequest* r = newRequest(req.command);
   std::string reply(protocol::requestErrorText(req.error));
   reply += "\r\n";
   // The parser sets noreply on a rejected request exactly when memcached stays silent (classic
@@ -234,354 +201,6 @@ void ClientSession::rejectRequest(const protocol::Request& req) {
                std::string(protocol::requestErrorName(req.error)).c_str());
   }
   completeWith(r, reply);
-}
-
-void ClientSession::invalidateKey(std::string_view line) {
-  BackendServer* server = pool_->by_index[pool_->route(req_.routingKey(line, 0))];
-  BackendConnection* conn = server->connectionFor(id_);
-  if (conn == nullptr) {
-    return;
-  }
-  // Its reply (HD or NF) is nobody's business: a noreply request with no FIFO slot of its own
-  // would break ordering, so it rides in a detached request that is never flushed.
-  PendingRequest* r = worker_.requests().acquire();
-  r->refs = 1;
-  r->fragments_left = 1;
-  r->noreply = true;
-  net::Buffer& out = conn->output();
-  out.append("md ");
-  out.append(req_.keys[0].in(line));
-  out.append(req_.key_base64 ? " b\r\n" : "\r\n");
-  conn->expect(r, 0, Delivery::Direct, Expect::OneUnit, req_.keys[0].length + 5);
-  worker_.requests().release(r);  // the backend's reference keeps it until the reply
-}
-
-void ClientSession::dispatch(std::string_view line) {
-  switch (protocol::commandClass(req_.command)) {
-    case CommandClass::Retrieval:
-      dispatchRetrieval(line);
-      return;
-    case CommandClass::Storage:
-    case CommandClass::Keyed:
-    case CommandClass::Meta:
-      dispatchKeyed(line);
-      return;
-    case CommandClass::MetaNoop: {
-      PendingRequest* r = newRequest();
-      tcp_->input().drain(req_.line_length);
-      completeWith(r, protocol::kMetaNoopLine);
-      return;
-    }
-    case CommandClass::Local:
-      answerLocal(line);
-      return;
-    case CommandClass::Broadcast:
-      dispatchFlushAll(line);
-      return;
-  }
-}
-
-void ClientSession::dispatchKeyed(std::string_view line) {
-  auto& counters = worker_.counters();
-  stats::bump(counters.*kWorkerCounterOf[effectIndex(req_.command)]);
-  bool meta = protocol::commandClass(req_.command) == CommandClass::Meta;
-  if (meta) {
-    stats::bump(counters.cmd_meta);
-  }
-  PendingRequest* r = newRequest();
-  // Meta q is left for the backend to apply (which replies it hides depends on the item: an
-  // autovivified `ma` still answers HD); an `mn` after it tells where its reply ends.
-  bool quiet_meta = meta && req_.noreply;
-  if (!meta) {
-    r->noreply = req_.noreply;
-  }
-  net::Buffer& in = tcp_->input();
-  std::string_view key = req_.routingKey(line, 0);
-  BackendServer* server = pool_->by_index[pool_->route(key)];
-  countForBackend(*server, key);
-  BackendConnection* conn = server->connectionFor(id_);
-  if (conn == nullptr) {
-    failUnavailable(r, *server, consumedLength());
-    return;
-  }
-  if (pool_->warmup) {
-    if (BackendServer* prev = pool_->warmup->previousOwner(key, server)) {
-      if (req_.command == Command::MetaGet) {
-        // A miss may take a second hop (BackendConnection asks launchMetaWarmup on EN).
-        std::string_view args = req_.args.in(line);
-        size_t key_end = req_.keys[0].offset + req_.keys[0].length - req_.args.offset;
-        std::string_view flags = args.substr(std::min(key_end, args.size()));
-        if (!quiet_meta && !req_.key_base64 && metaFlagsWarmable(flags)) {
-          r->warm = true;
-          r->line.assign(key);
-          r->key_offsets.assign({0, static_cast<uint32_t>(key.size())});
-          r->key_count = 1;
-          r->meta_flags.assign(flags);
-        }
-      } else if (protocol::commandClass(req_.command) == CommandClass::Storage ||
-                 req_.command == Command::Delete || req_.command == Command::MetaDelete ||
-                 req_.command == Command::MetaSet || req_.command == Command::MetaArithmetic ||
-                 req_.command == Command::Incr || req_.command == Command::Decr) {
-        invalidatePrevious(r, *prev, line);
-      }
-    }
-  }
-  net::Buffer& out = conn->output();
-  uint64_t sent = consumedLength();
-  if (quiet_meta) {
-    in.moveTo(out, consumedLength());
-    out.append("mn\r\n");
-    conn->expect(r, 0, Delivery::Direct, Expect::UntilNoop, sent + 4);
-    return;
-  }
-  if (req_.noreply_token.empty()) {
-    in.moveTo(out, consumedLength());
-  } else {
-    sent -= req_.noreply_token.length;
-    // The proxy always reads the backend's reply (to stay in sync) and drops it itself.
-    const protocol::Span& t = req_.noreply_token;
-    out.append(line.substr(0, t.offset));
-    out.append(line.substr(t.offset + t.length));
-    in.drain(req_.line_length);
-    if (req_.has_data) {
-      in.moveTo(out, req_.value_length + 2);
-    }
-  }
-  conn->expect(r, 0, Delivery::Direct, Expect::OneUnit, sent);
-}
-
-// Warm migration: a write or delete of a moved key also deletes the previous server's copy
-// (so that neither a later warm-up fetch nor a rollback of the change brings the old value
-// back), and cancels copies of fetches of it in flight. The request's reply waits for it.
-void ClientSession::invalidatePrevious(PendingRequest* r, BackendServer& prev,
-                                       std::string_view line) {
-  worker_.warmup().cancelCopies(req_.routingKey(line, 0));
-  r->rewrites = true;  // a delete's NOT_FOUND may become DELETED (BackendConnection::finish)
-  BackendConnection* conn = prev.connectionFor(id_);
-  if (conn == nullptr) {
-    return;  // unreachable: it serves nobody, and a fetch from it fails too
-  }
-  net::Buffer& out = conn->output();
-  out.append("md ");
-  out.append(req_.keys[0].in(line));
-  out.append(req_.key_base64 ? " b\r\n" : "\r\n");
-  ++r->fragments_left;
-  stats::bump(worker_.counters().warmup_invalidations);
-  conn->expect(r, 0, Delivery::Invalidate, Expect::OneUnit, req_.keys[0].length + 5);
-}
-
-// Per-backend accounting of one keyed request: command kind and the key's distinct-key sketch.
-void ClientSession::countForBackend(BackendServer& server, std::string_view key) {
-  stats::BackendStats& bs = server.stats();
-  stats::bump(bs.*kBackendCounterOf[effectIndex(req_.command)]);
-  bs.keys.addKey(key);
-}
-
-// The key's server is backing off after a failure: discard the request's `bytes` and answer
-// with that failure at once (nothing for classic noreply), without a connect attempt.
-void ClientSession::failUnavailable(PendingRequest* r, BackendServer& server, uint64_t bytes) {
-  tcp_->input().drain(bytes);
-  stats::bump(worker_.counters().server_errors);
-  server.countFailure(server.lastFailure());
-  completeWith(r, r->noreply ? std::string_view() : backendFailureReply(server.lastFailure()));
-}
-
-void ClientSession::dispatchRetrieval(std::string_view line) {
-  auto& counters = worker_.counters();
-  size_t n = req_.keys.size();
-  stats::bump(counters.cmd_get, n);
-  if (req_.command == Command::Gat || req_.command == Command::Gats) {
-    stats::bump(counters.cmd_touch);
-  }
-  routes_.resize(n);
-  bool single = true;
-  for (size_t i = 0; i < n; ++i) {
-    routes_[i] = pool_->route(req_.keys[i].in(line));
-    single = single && routes_[i] == routes_[0];
-  }
-  bool warm = false;
-  if (pool_->warmup) {
-    for (size_t i = 0; i < n && !warm; ++i) {
-      warm = pool_->warmup->previousOwner(req_.keys[i].in(line), pool_->by_index[routes_[i]]) !=
-             nullptr;
-    }
-  }
-  if (!single || warm || coalescing()) {
-    // A moved key's miss takes a second hop: that needs the per-key bookkeeping of a split get,
-    // and so does a get whose keys share a line with other requests' (coalesce_gets).
-    dispatchMultiget(line, warm);
-    return;
-  }
-  // Every key lives on one backend: forward the line as-is and pass the reply through.
-  PendingRequest* r = newRequest();
-  r->key_count = static_cast<uint32_t>(n);
-  BackendServer* server = pool_->by_index[routes_[0]];
-  for (size_t i = 0; i < n; ++i) {
-    countForBackend(*server, req_.keys[i].in(line));
-  }
-  BackendConnection* conn = server->connectionFor(id_);
-  if (conn == nullptr) {
-    failUnavailable(r, *server, req_.line_length);
-    return;
-  }
-  tcp_->input().moveTo(conn->output(), req_.line_length);
-  conn->expect(r, 0, Delivery::Direct, Expect::Retrieval, req_.line_length);
-}
-
-void ClientSession::dispatchMultiget(std::string_view line, bool warm) {
-  auto& counters = worker_.counters();
-  PendingRequest* r = newRequest();
-  r->shape = Shape::Multiget;
-  r->warm = warm;
-  r->exptime = req_.exptime;
-  size_t n = req_.keys.size();
-  r->key_count = static_cast<uint32_t>(n);
-  r->line.assign(line);
-  r->key_offsets.resize(2 * n);
-  r->key_fragment.resize(n);
-  r->key_hit_length.assign(n, 0);
-  size_t servers = pool_->by_index.size();
-  fragment_of_.assign(servers, -1);
-  uint32_t count = 0;
-  for (size_t i = 0; i < n; ++i) {
-    r->key_offsets[2 * i] = req_.keys[i].offset;
-    r->key_offsets[2 * i + 1] = req_.keys[i].length;
-    uint32_t s = routes_[i];
-    if (fragment_of_[s] < 0) {
-      fragment_of_[s] = static_cast<int32_t>(count);
-      if (r->fragments.size() <= count) {
-        r->fragments.emplace_back();
-      }
-      r->fragments[count].server = s;
-      ++count;
-    }
-    uint32_t f = static_cast<uint32_t>(fragment_of_[s]);
-    countForBackend(*pool_->by_index[s], req_.keys[i].in(line));
-    r->key_fragment[i] = f;
-    r->fragments[f].key_indices.push_back(static_cast<uint32_t>(i));
-  }
-  r->fragment_count = count;
-  r->fragments_left = count;
-  tcp_->input().drain(req_.line_length);
-
-  std::string_view name = protocol::commandName(req_.command);
-  std::string_view exptime = req_.exptime.in(r->line);
-  // Send every fragment first, then account for immediate failures, so that a request that
-  // completes synchronously is never touched again here.
-  uint32_t failed_now = 0;
-  for (uint32_t f = 0; f < count; ++f) {
-    Fragment& frag = r->fragments[f];
-    BackendServer* server = pool_->by_index[frag.server];
-    BackendConnection* conn = server->connectionFor(id_);
-    if (conn == nullptr) {
-      frag.done = true;
-      server->countFailure(server->lastFailure());
-      if (!r->failed) {
-        r->failed = true;
-        r->error_line.assign(backendFailureReply(server->lastFailure()));
-      }
-      ++failed_now;
-      continue;
-    }
-    if (coalescing()) {
-      conn->sendSharedKeys(r, f, name);
-      continue;
-    }
-    net::Buffer& out = conn->output();
-    size_t before = out.size();
-    out.append(name);
-    if (!exptime.empty()) {
-      out.append(" ");
-      out.append(exptime);
-    }
-    for (uint32_t idx : frag.key_indices) {
-      out.append(" ");
-      out.append(multigetKey(*r, idx));
-    }
-    out.append("\r\n");
-    conn->expect(r, f, Delivery::Fragment, Expect::Retrieval, out.size() - before);
-  }
-  if (failed_now > 0) {
-    stats::bump(counters.server_errors);
-    r->fragments_left -= failed_now;
-    if (r->fragments_left == 0) {
-      assembleMultiget(*r, counters);
-      r->complete = true;
-      onRequestComplete(r);
-    }
-  }
-}
-
-void ClientSession::dispatchFlushAll(std::string_view line) {
-  stats::bump(worker_.counters().cmd_flush);
-  PendingRequest* r = newRequest();
-  r->shape = Shape::Broadcast;
-  r->noreply = req_.noreply;
-  net::Buffer& in = tcp_->input();
-  if (!pool_->config().allow_flush_all) {
-    in.drain(req_.line_length);
-    completeWith(r, protocol::kFlushAllRefusedLine);
-    return;
-  }
-  const protocol::Span& t = req_.noreply_token;
-  std::string forward(line.substr(0, t.empty() ? line.size() : t.offset));
-  if (!t.empty()) {
-    forward.append(line.substr(t.offset + t.length));
-  }
-  in.drain(req_.line_length);
-  uint32_t count = static_cast<uint32_t>(pool_->by_index.size());
-  r->fragments_left = count;
-  uint32_t failed_now = 0;
-  for (uint32_t s = 0; s < count; ++s) {
-    BackendServer* server = pool_->by_index[s];
-    BackendConnection* conn = server->connectionFor(id_);
-    stats::bump(server->stats().other_commands);
-    if (conn == nullptr) {
-      server->countFailure(server->lastFailure());
-      if (!r->failed) {
-        r->failed = true;
-        r->error_line.assign(backendFailureReply(server->lastFailure()));
-      }
-      ++failed_now;
-      continue;
-    }
-    conn->output().append(forward);
-    conn->expect(r, s, Delivery::Broadcast, Expect::OneUnit, forward.size());
-  }
-  if (failed_now > 0) {
-    r->fragments_left -= failed_now;
-    if (r->fragments_left == 0) {
-      completeWith(r, r->error_line);
-    }
-  }
-}
-
-void ClientSession::answerLocal(std::string_view line) {
-  PendingRequest* r = newRequest();
-  // Build the reply while `line` (a view into the input buffer) is still valid.
-  std::string out;
-  switch (req_.command) {
-    case Command::Version:
-      out = "VERSION " MCRING_PROTOCOL_VERSION "\r\n";
-      break;
-    case Command::Verbosity:
-      out = req_.noreply ? "" : protocol::kOkLine;
-      break;
-    case Command::Quit:
-      r->close_after = true;
-      closing_ = true;
-      break;
-    case Command::Stats:
-      if (!worker_.reporter().render(req_.args.in(line), &out)) {
-        stats::bump(worker_.counters().client_errors);
-      }
-      break;
-    default:
-      out = "ERROR\r\n";
-      break;
-  }
-  tcp_->input().drain(req_.line_length);
-  completeWith(r, out);
 }
 
 void ClientSession::onRequestComplete(PendingRequest* r) {

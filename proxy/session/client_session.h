@@ -20,6 +20,8 @@
 #include "proxy/backend/backend_failure.h"
 #include "proxy/backend/pending_request.h"
 #include "proxy/backend/pool_runtime.h"
+#include "proxy/dispatch/dispatcher.h"
+#include "proxy/dispatch/request_source.h"
 #include "proxy/net/tcp_connection.h"
 #include "proxy/protocol/request.h"
 #include "proxy/protocol/request_framer.h"
@@ -29,7 +31,7 @@ namespace mcring::core {
 
 class BackendServer;
 
-class ClientSession final : public net::ConnectionHandler, public RequestOwner {
+class ClientSession final : public net::ConnectionHandler, public RequestSource {
  public:
   ClientSession(SessionContext& worker, PoolRuntime& pool, uint64_t id,
                 std::shared_ptr<std::atomic<uint32_t>> open_count);
@@ -38,6 +40,12 @@ class ClientSession final : public net::ConnectionHandler, public RequestOwner {
 
   // A request of this session got its whole reply (called by backend connections).
   void onRequestComplete(PendingRequest* r) override;
+
+  // --- RequestSource: what dispatch uses ---
+  PendingRequest* newRequest(protocol::Command command) override;
+  void completeWith(PendingRequest* r, std::string_view reply) override;
+  net::Buffer& input() override { return tcp_->input(); }
+  void stopReading() override { closing_ = true; }
   // Shutdown or pool removal: stop reading, finish what is in flight, then close.
   void beginDrain();
   bool closed() const { return closed_; }
@@ -87,31 +95,13 @@ class ClientSession final : public net::ConnectionHandler, public RequestOwner {
   void syncOutput();
   uint64_t clientLimit() const { return pool_->config().client_buffer_limit; }
   bool streamable(const PendingRequest& r) const;
-  void dispatch(std::string_view line);
-  void dispatchKeyed(std::string_view line);
-  void dispatchRetrieval(std::string_view line);
-  void dispatchMultiget(std::string_view line, bool warm);
-  // The current get/gets goes out with its keys in lines shared with other requests
-  // (coalesce_gets; gat/gats carry an exptime and keep lines of their own).
-  bool coalescing() const {
-    return pool_->config().coalesce_gets &&
-           (req_.command == protocol::Command::Get || req_.command == protocol::Command::Gets);
-  }
-  void invalidatePrevious(PendingRequest* r, BackendServer& prev, std::string_view line);
-  void dispatchFlushAll(std::string_view line);
-  void answerLocal(std::string_view line);
-  void invalidateKey(std::string_view line);
-  void countForBackend(BackendServer& server, std::string_view key);
-  void failUnavailable(PendingRequest* r, BackendServer& server, uint64_t bytes);
-  PendingRequest* newRequest();
-  void completeWith(PendingRequest* r, std::string_view reply);
+
   void rejectRequest(const protocol::Request& req);
   void flush();
   bool throttled() const;
   void updateReading();
   void close();
   void releaseSlot();
-  size_t consumedLength() const;
   void dropFifo();
 
   SessionContext& worker_;
@@ -122,8 +112,7 @@ class ClientSession final : public net::ConnectionHandler, public RequestOwner {
   std::deque<PendingRequest*> fifo_;
   protocol::Request req_;
   protocol::RequestFramer framer_;
-  std::vector<uint32_t> routes_;      // scratch: server of each key of a multi-get
-  std::vector<int32_t> fragment_of_;  // scratch: fragment of each server, -1 if none
+  Dispatcher dispatcher_;
   uint64_t held_ = 0;             // reply bytes held in this session's requests (budget)
   uint64_t output_charged_ = 0;   // output bytes charged to the pool's budget at the last sync
   uint64_t input_reserved_ = 0;   // reservation for a large request being received

@@ -1,0 +1,70 @@
+// Dispatch: a framed request becomes work for backends, or a local answer. Routes its keys,
+// splits a multi-get into per-server fragments (or shared get lines, coalesce_gets), forwards a
+// storage command's data block without copying it, broadcasts flush_all, answers version,
+// verbosity, quit, stats and mn itself, and adds warm-up steps (invalidating a moved key's
+// previous copy). The reply comes back through the backend connections and
+// dispatch/completion.h. Worker-thread only.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "proxy/backend/backend_server.h"
+#include "proxy/backend/pool_runtime.h"
+#include "proxy/backend/worker_context.h"
+#include "proxy/dispatch/request_source.h"
+#include "proxy/protocol/request.h"
+#include "proxy/stats/stats_renderer.h"
+
+namespace mcring::core {
+
+class Dispatcher {
+ public:
+  Dispatcher(WorkerContext& worker, const stats::StatsRenderer& stats)
+      : worker_(worker), stats_(stats) {}
+
+  // `req` was framed from `line`, at the front of src.input() (with its data block, if any).
+  void dispatch(RequestSource& src, PoolRuntime& pool, const protocol::Request& req,
+                std::string_view line);
+  // A set refused as too large: memcached unlinks the key's old value, so the key's server
+  // gets a delete (no stale value survives a write the client believes failed).
+  void invalidateTooLarge(RequestSource& src, PoolRuntime& pool, const protocol::Request& req,
+                          std::string_view line);
+
+ private:
+  void begin(RequestSource& src, PoolRuntime& pool, const protocol::Request& req) {
+    src_ = &src;
+    pool_ = &pool;
+    req_ = &req;
+  }
+  void dispatchKeyed(std::string_view line);
+  void dispatchRetrieval(std::string_view line);
+  void dispatchMultiget(std::string_view line, bool warm);
+  // The current get/gets goes out with its keys in lines shared with other requests
+  // (coalesce_gets; gat/gats carry an exptime and keep lines of their own).
+  bool coalescing() const {
+    return pool_->config().coalesce_gets &&
+           (req_->command == protocol::Command::Get || req_->command == protocol::Command::Gets);
+  }
+  void invalidatePrevious(PendingRequest* r, BackendServer& prev, std::string_view line);
+  void dispatchFlushAll(std::string_view line);
+  void answerLocal(std::string_view line);
+  void invalidateKey(std::string_view line);
+  void countForBackend(BackendServer& server, std::string_view key);
+  void failUnavailable(PendingRequest* r, BackendServer& server, uint64_t bytes);
+  uint64_t consumedLength() const {
+    return req_->line_length + (req_->has_data ? req_->value_length + 2 : 0);
+  }
+
+  WorkerContext& worker_;
+  const stats::StatsRenderer& stats_;
+  // The request being dispatched (set by begin()).
+  RequestSource* src_ = nullptr;
+  PoolRuntime* pool_ = nullptr;
+  const protocol::Request* req_ = nullptr;
+  std::vector<uint32_t> routes_;      // scratch: server of each key of a multi-get
+  std::vector<int32_t> fragment_of_;  // scratch: fragment of each server, -1 if none
+};
+
+}  // namespace mcring::core
