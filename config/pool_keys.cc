@@ -386,8 +386,8 @@ const std::array kPoolKeys = {
     PoolKey{
         .name = "client_buffer_limit", .type = "size", .origin = KeyOrigin::Mcring,
         .meaning = "Memory budget of one client connection: reply bytes mcring holds for it "
-                   "(written to its socket or waiting behind an earlier request) plus the "
-                   "request it is receiving. At half of it the client is no longer read; a reply "
+                   "(unsent in its socket's output, or waiting behind an earlier reply). At half "
+                   "of it the client is no longer read; a reply "
                    "that would pass it is answered `SERVER_ERROR out of memory writing get "
                    "response` (memcached's error) if it is not yet being written, and a reply "
                    "being written stops reading its backend until the client reads (a client "
@@ -409,10 +409,11 @@ const std::array kPoolKeys = {
     PoolKey{
         .name = "buffer_limit", .type = "size", .origin = KeyOrigin::Mcring,
         .meaning = "Memory budget of all the pool's clients together, split evenly between "
-                   "worker threads: held reply bytes count against it, and requests larger than "
-                   "32 KiB being received may use a quarter of it (beyond that such a client "
-                   "waits, unread, until memory is free). A reply that would pass it is refused "
-                   "as with client_buffer_limit. From 1m to 64g.",
+                   "worker threads: held and unsent reply bytes count against it. A reply that "
+                   "would pass it is refused as with client_buffer_limit, and while it is passed "
+                   "a reply being written waits once its client has 256 KiB unsent. Requests "
+                   "larger than 32 KiB being received may use a quarter of it more (beyond that "
+                   "such a client waits, unread, until memory is free). From 1m to 64g.",
         .apply = [](ValueReader& v, PoolConfig& p) {
           auto text = v.scalar("a size such as 64m");
           if (!text) {

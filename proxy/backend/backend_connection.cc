@@ -146,7 +146,7 @@ bool BackendConnection::mustWait(PendingRequest& r) {
 }
 
 // Stops reading this connection until the client being streamed to has room; a client that
-// reads nothing for RequestOwner::kSlowReaderMs is closed (its reply is then dropped), so the
+// reads nothing for RequestOwner::stallLimitMs() is closed (its reply is then dropped), so the
 // other clients' requests behind it wait a bounded time.
 void BackendConnection::pause() {
   paused_ = true;
@@ -176,7 +176,7 @@ void BackendConnection::checkPaused() {
   if (out < pause_output_) {
     pause_output_ = out;
     pause_progress_ns_ = now;
-  } else if (now - pause_progress_ns_ >= uint64_t{RequestOwner::kSlowReaderMs} * 1000000) {
+  } else if (now - pause_progress_ns_ >= uint64_t{s->stallLimitMs()} * 1000000) {
     s->closeSlowReader();
     resume();
   }

@@ -44,11 +44,12 @@ class RequestOwner {
   // Unsent output at the client's limit: a reply streaming to it must wait.
   virtual bool outputFull() const = 0;
   virtual uint64_t outputSize() const = 0;
-  // The client read nothing for kSlowReaderMs while a backend connection waited on it.
+  // How long a backend connection waits for this client to read before closing it.
+  virtual uint32_t stallLimitMs() const = 0;
+  // The client read nothing for stallLimitMs() while a backend connection waited on it.
   virtual void closeSlowReader() = 0;
   // The pool freed memory for large requests being received (the worker wakes waiters).
   virtual void onInputBudget() = 0;
-  static constexpr uint32_t kSlowReaderMs = 1000;
 };
 
 // What a backend reply to this request looks like.

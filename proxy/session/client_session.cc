@@ -269,8 +269,12 @@ uint64_t ClientSession::outputSize() const {
   return tcp_ ? tcp_->output().size() : 0;
 }
 
+// Full at the client's own limit, or, while the pool is over its budget, past a small floor: so
+// many clients that each stay under their limit cannot together pass the pool's.
 bool ClientSession::outputFull() const {
-  return outputSize() >= clientLimit();
+  const uint64_t out = outputSize();
+  return out >= clientLimit() ||
+         (out >= kOutputFloor && pool_->replies_budget.used() > pool_->replies_budget.limit());
 }
 
 // The pool's budget counts this client's unsent output as of the last sync (socket writes drain
@@ -286,6 +290,11 @@ void ClientSession::syncOutput() {
   peak_buffered_ = std::max(peak_buffered_, now + held_);
 }
 
+uint32_t ClientSession::stallLimitMs() const {
+  const MemoryBudget& b = pool_->replies_budget;
+  return b.used() > b.limit() ? kStallLimitOverBudgetMs : kStallLimitMs;
+}
+
 void ClientSession::closeSlowReader() {
   if (closed_) {
     return;
@@ -294,7 +303,7 @@ void ClientSession::closeSlowReader() {
   MCRING_LOG(Info, "client %llu: closed: read nothing of %llu bytes of replies for %u ms while a "
              "backend connection waited on it",
              static_cast<unsigned long long>(id_), static_cast<unsigned long long>(outputSize()),
-             kSlowReaderMs);
+             stallLimitMs());
   close();
 }
 

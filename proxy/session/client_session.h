@@ -67,10 +67,17 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   uint64_t outputSize() const override;
   // Its output made no progress for a long time while a backend connection waited on it.
   void closeSlowReader() override;
+  // 1 s; 100 ms while the pool is over its budget (shed the non-readers faster: every one of
+  // them holds the shared backend connection in turn).
+  uint32_t stallLimitMs() const override;
+  static constexpr uint32_t kStallLimitMs = 1000;
+  static constexpr uint32_t kStallLimitOverBudgetMs = 100;
   // The pool freed memory for large requests being received (Worker).
   void onInputBudget() override;
   // Bytes a client may have of a request being received without a reservation.
   static constexpr uint64_t kInputAllowance = 32 * 1024;
+  // Unsent output a streaming reply may always reach, even with the pool over its budget.
+  static constexpr uint64_t kOutputFloor = 256 * 1024;
   // A session that had this much buffered gives memory back to the OS when it goes (Worker).
   static constexpr uint64_t kTrimAfterPeak = 2 * 1024 * 1024;
   PoolRuntime& pool() override { return *pool_; }

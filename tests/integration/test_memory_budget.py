@@ -216,6 +216,36 @@ class MemoryBudgetTest(IntegrationCase):
         if not SANITIZED:
             self.assertLess(now_kb - self.base_kb, 8 * MIB, "memory given back after close")
 
+    def test_many_unread_clients_stay_within_the_pool_budget(self):
+        # Each of 30 clients asks for 12 MB and reads nothing: under its own 16 MiB limit, but
+        # 360 MB together. The pool's buffer_limit (restarted at 4m here) holds them back.
+        self.proxy.stop()
+        self.proxy = Mcring([server_line(self.mc.addr)], self.tmp, timeout_ms=5000,
+                            extra={"buffer_limit": "4m"}, args=["--threads", "1"])
+        self.dump_log_on_failure(self.proxy)
+        time.sleep(0.2)
+        self.base_kb = proc_rss_kb(self.proxy.pid)
+        sampler, steady = RssSampler(self.proxy.pid), SteadyClient(self.proxy.port)
+        sampler.start()
+        steady.start()
+        socks = []
+        try:
+            for _ in range(30):
+                s = socket.create_connection((HOST, self.proxy.port), timeout=10)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+                s.sendall(b"get" + b" big" * 12 + b"\r\n")
+                socks.append(s)
+            time.sleep(3.0)  # the pauses, and the 1 s closes of clients that read nothing
+            max_kb = sampler.finish()
+            closed = int(self.stats()["client_slow_closed"])
+        finally:
+            for s in socks:
+                s.close()
+        steady.finish()
+        self.assertEqual(steady.errors, [])
+        self.assertGreater(closed, 0, "clients that read nothing while others waited are closed")
+        self.assert_growth_below(max_kb, 64, "30 unread 12 MB gets, buffer_limit 4m")
+
     def test_101_spaces_then_a_long_get_is_closed_like_memcached(self):
         line = b" " * 101 + b"get " + b"a" * 3000
         for port, who in ((self.mc.port, "memcached"), (self.proxy.port, "mcring")):
