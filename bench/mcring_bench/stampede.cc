@@ -79,7 +79,7 @@ bool writeFileAtomically(const std::string& path, const std::string& text, std::
   return true;
 }
 
-// warmup_window_ms > 0 adds mcring's `warmup_window` (warm migration, issue 10) beside the
+// warmup_window_ms > 0 adds mcring's `warmup_window` (warm migration) beside the
 // distribution; nutcracker does not know the key, so its runs always pass 0.
 std::string poolYaml(uint16_t listen, const StampedeOptions& o, const std::string& distribution,
                      uint32_t warmup_window_ms, const std::vector<Backend>& servers) {

@@ -1,4 +1,4 @@
-// `mcring-bench stampede`: the cache stampede experiment (issue 5), end to end.
+// `mcring-bench stampede`: the cache stampede experiment, end to end.
 #pragma once
 
 namespace mcring::bench {

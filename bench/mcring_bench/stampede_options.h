@@ -56,7 +56,7 @@ struct StampedeOptions {
   bool quick = false;
   bool with_nutcracker = false;
   // --warmup: each distribution runs twice against mcring, without and with the pool's warm
-  // migration (`warmup_window: warmup_window_ms` in both configs; issue 10). nutcracker never.
+  // migration (`warmup_window: warmup_window_ms` in both configs). nutcracker never.
   bool warmup = false;
   // --warmup-window MS; 0 until parsed: then (ceil(--after) + kWarmupWindowMarginS) s, so that
   // the window covers the whole measured period after the change.

@@ -61,7 +61,8 @@ class BackendConnection : public net::ConnectionHandler {
   void expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect expect,
               uint64_t bytes);
 
-  // Fails everything in flight and closes (used on reload drain timeouts and shutdown).
+  // Fails everything in flight and closes (on a fault of this connection, when a drained server
+  // is released, and at shutdown).
   void abort(BackendFailure why);
 
   void onConnected() override;

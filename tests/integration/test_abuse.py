@@ -1,4 +1,4 @@
-"""Abusive clients (issue 7), side by side with a well-behaved one that must see no error and
+"""Abusive clients, side by side with a well-behaved one that must see no error and
 finish its bounded workload:
   (a) a client that pipelines gets of large values and never reads its replies,
   (b) a slowloris that sends a valid request one byte every 0.2 s,
@@ -26,7 +26,7 @@ RSS_BOUND_KB = 200 * 1024   # above the baseline, at any time
 RSS_AFTER_MARGIN_KB = 32 * 1024
 GOOD_BATCHES = 400          # the well-behaved client's workload (10 requests a batch) ...
 GOOD_MIN_SECS = 5.0         # ... spread over at least this long, while the abusers run
-NONREADER_GROWTH_KB = 64 * 1024  # one non-reading client: 4 MiB of replies + socket buffers + slack
+NONREADER_GROWTH_KB = 64 * 1024  # one non-reading client: client_buffer_limit (16 MiB) + socket buffers + slack
 HANG = 30.0                 # s: generous hang detection for one well-behaved batch
 
 
@@ -231,7 +231,8 @@ class AbuseTest(IntegrationCase):
         good_secs = time.monotonic() - t_good
         rss_during = sampler.max_kb
         # Gets mcring has read so far that are not the good client's or the slowloris's: the
-        # non-reader's. It must have stopped reading them (at most 4096 outstanding).
+        # non-reader's. It must have stopped reading them (at most 256 outstanding, besides those
+        # whose replies already wait in its output).
         st_b = parse_stats(setup.request(b"stats\r\n"))
         nonreader_read = int(st_b["cmd_get"]) - int(st_a["cmd_get"]) - 5 * i \
             - len(abusers[1].result.get("replies", [])) - 1
@@ -267,9 +268,9 @@ class AbuseTest(IntegrationCase):
         self.assertEqual(errors, [], "well-behaved client saw errors (first 3): %r" % errors[:3])
         self.assertLessEqual(fd_after, fd_base + 2, "fds %d -> %d" % (fd_base, fd_after))
         self.assertEqual(st["curr_connections"], "2")
-        # (a) was throttled: mcring stopped reading it (4096 outstanding requests at most), long
-        # before its bounded 20000 requests.
-        # (+ the replies that fit in 4 MiB before that limit stops it, + slack for the others)
+        # (a) was throttled: mcring stopped reading it (at 256 outstanding requests, or once half
+        # of client_buffer_limit, 8 MiB, of replies waited), long before its bounded 20000
+        # requests. The bound below is looser than that, with slack for the others.
         self.assertLessEqual(nonreader_read, 4096 + (4 << 20) // BIG + 128, res["nonreader"])
         self.assertTrue(res["nonreader"]["throttled"] or res["nonreader"]["requests"] > nonreader_read + 1000,
                         res["nonreader"])
@@ -337,8 +338,9 @@ class AbuseTest(IntegrationCase):
 
     def test_nonreader_reply_memory_is_bounded(self):
         """A client that pipelines gets of a 64 KiB value and never reads its replies costs
-        bounded memory (at most 4 MiB of waiting replies plus those of 256 requests in flight),
-        and the memory is given back when it leaves. Regression test: before the fix, 5000
+        bounded memory (it is no longer read at 256 requests outstanding or half of
+        client_buffer_limit of waiting replies, and replies past the limit are refused), and the
+        memory is given back when it leaves. Regression test: before the fix, 5000
         such gets grew RSS by ~270 MB and it stayed."""
         proxy = self.start_proxy()
         c = self.conn(proxy.port, timeout=10)
@@ -348,7 +350,7 @@ class AbuseTest(IntegrationCase):
         self.assert_nonreader_bounded(grown, left, "64 KiB values")
 
     def test_nonreader_of_tiny_replies_memory_is_bounded(self):
-        """The 4 MiB limit counts reply bytes; tiny replies must not cost a buffer chunk each.
+        """The budget counts reply bytes; tiny replies must not cost a buffer chunk each.
         Regression test: a client that sent junk lines (7-byte ERROR replies) and never read
         grew RSS by ~600 MB, because each reply kept the 1 KiB chunk it was built in."""
         proxy = self.start_proxy()

@@ -1,4 +1,4 @@
-"""Backend replies a real memcached cannot be made to send on demand (issue 7): an error line in
+"""Backend replies a real memcached cannot be made to send on demand: an error line in
 answer to a get, and garbage. A scripted backend (a few lines of Python speaking the text
 protocol) stands in for memcached here, only here; every other test uses real ones.
 

@@ -1,4 +1,4 @@
-"""Chaos (issue 7): steady pipelined load from several clients over 3 backends while one backend
+"""Chaos: steady pipelined load from several clients over 3 backends while one backend
 is killed with SIGKILL and restarted on its port, and another is frozen with SIGSTOP (a hang)
 and thawed. Requests for healthy backends never fail; requests for the failed one fail with
 SERVER_ERROR within the pool timeout plus a margin (never hang); traffic to it succeeds again

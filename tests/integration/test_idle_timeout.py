@@ -1,6 +1,6 @@
-"""client_idle_timeout (issue 7's optional limit): mcring closes a client connection that sends
-no request for the pool's timeout while it has nothing in flight and no reply unwritten, as
-memcached's `-o idle_timeout` does.
+"""client_idle_timeout: mcring closes a client connection that sends no request for the
+pool's timeout while it has nothing in flight and no reply unwritten, as memcached's
+`-o idle_timeout` does.
 
 An idle client and a slowloris (a partial line, one byte at a time) are closed, not before the
 timeout; a client that keeps sending, and one waiting longer than the timeout for a reply from a

@@ -1,4 +1,4 @@
-"""Kubernetes ConfigMap updates (issue 9): the kubelet never writes the mounted file; it projects
+"""Kubernetes ConfigMap updates: the kubelet never writes the mounted file; it projects
 the ConfigMap into a new timestamped directory and swaps the `..data` symlink over to it
 atomically (then removes the old directory). mcring must notice that by itself, with no signal,
 within a bounded time, and record it as `source=file` in `stats reloads`."""

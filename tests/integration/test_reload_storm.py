@@ -1,4 +1,4 @@
-"""Reload storm (issue 4): pipelined get/set/delete traffic from several clients keeps flowing,
+"""Reload storm: pipelined get/set/delete traffic from several clients keeps flowing,
 exactly right, while the config is reloaded 50+ times by every trigger mcring knows (in-place
 write, write-and-rename, the kubelet's `..data` symlink swap, SIGHUP, POST /reload) through every
 kind of topology change (add, remove, weight, rename, whole-list swap), with invalid, deleted and

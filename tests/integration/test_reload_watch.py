@@ -1,4 +1,4 @@
-"""Config-file watching edge cases (issue 4), each a regression test for a bug found here:
+"""Config-file watching edge cases, each a regression test for a bug found here:
 
 - WatchFeedbackTest: mcring's own log in the config's directory must not cause reloads.
 - SymlinkRepointTest: a config symlink repointed into another directory must be followed.

@@ -1,4 +1,4 @@
-"""Graceful shutdown (issue 7), beyond test_commands.LifecycleTest (which covers SIGTERM/SIGINT
+"""Graceful shutdown, beyond test_commands.LifecycleTest (which covers SIGTERM/SIGINT
 with idle clients): SIGTERM while requests are in flight to a slow (SIGSTOPped) backend answers
 them all before mcring exits 0; new connections are refused from the moment of SIGTERM and
 /healthz says 503; a second SIGTERM exits at once; the grace period bounds the wait."""

@@ -1,4 +1,4 @@
-"""Warm migration (issue 10): with `warmup_window`, a membership change does not turn moved keys
+"""Warm migration: with `warmup_window`, a membership change does not turn moved keys
 into misses. Real memcached backends; owners come from `mcring route` on the same configs.
 
 - WarmReadTest: every warmed key is still a hit right after 4 -> 5, values, flags and TTLs are
