@@ -26,7 +26,6 @@ struct Span {
   X(UnknownCommand, "ERROR")                                                             \
   X(BadCommandLine, "CLIENT_ERROR bad command line format")                              \
   X(KeyTooLong, "CLIENT_ERROR bad command line format")                                  \
-  X(KeyHasControlChars, "CLIENT_ERROR bad command line format")                          \
   X(TooManyKeys, "CLIENT_ERROR too many keys")                                           \
   X(Base64Key, "CLIENT_ERROR error decoding key")                                        \
   X(BadDataChunk, "CLIENT_ERROR bad data chunk")                                         \

@@ -3,7 +3,6 @@
 // Reference: memcached's proto_text.c (process_command_ascii and the process_*_command functions)
 // and util.c (safe_strto*), checked against a running memcached 1.6.18 byte for byte. Where mcring
 // deliberately differs it says so here:
-//  - keys with bytes < 0x21 or 0x7f are rejected (memcached would store "a\tb" or "a\r");
 //  - line length limits do not depend on how the bytes arrived (memcached closes only when a read
 //    leaves more than 2048 bytes without "\n", and accepts longer lines that arrive at once);
 //    only get/gets lines may be longer than max_line, as only they may in memcached;
@@ -146,16 +145,6 @@ bool parseValueLength(std::string_view tok, uint64_t* out) {
   }
   *out = static_cast<uint64_t>(vlen);
   return true;
-}
-
-bool hasControlChars(std::string_view key) {
-  for (const char c : key) {
-    const auto b = static_cast<unsigned char>(c);
-    if (b < 0x21 || b == 0x7f) {
-      return true;
-    }
-  }
-  return false;
 }
 
 bool isBase64Char(char c) {
@@ -360,9 +349,6 @@ class LineParser {
       if (keyTooLong(token)) {
         return fail(RequestError::KeyTooLong);
       }
-      if (hasControlChars(token.in(line_))) {
-        return fail(RequestError::KeyHasControlChars);
-      }
       if (req_.keys.size() >= limits_.max_keys) {
         return fail(RequestError::TooManyKeys);
       }
@@ -409,8 +395,6 @@ class LineParser {
       error = RequestError::Base64Key;
     } else if (length > limits_.item_size_max) {
       error = RequestError::TooLarge;
-    } else if (hasControlChars(tok(1))) {
-      error = RequestError::KeyHasControlChars;
     }
     if (error != RequestError::None) {
       return meta ? failMeta(error, block) : fail(error, block);
@@ -467,9 +451,6 @@ class LineParser {
     if (keyTooLong(tokens_.at[1])) {
       return fail(RequestError::KeyTooLong);
     }
-    if (hasControlChars(tok(1))) {
-      return fail(RequestError::KeyHasControlChars);
-    }
     return ParseStatus::Ok;
   }
 
@@ -502,9 +483,6 @@ class LineParser {
     if (n > kMetaMaxTokens) {
       return failMeta(is_get ? RequestError::MetaGetFlagsTooLong : RequestError::MetaFlagsTooLong);
     }
-    if (hasControlChars(tok(1))) {
-      return failMeta(RequestError::KeyHasControlChars);
-    }
     if (!scanMetaFlags(2)) {
       // mg reports the decoding error; md and ma a generic one.
       return failMeta(is_get ? RequestError::Base64Key : RequestError::MetaInvalidFlag);
@@ -533,7 +511,7 @@ class LineParser {
       return failMeta(RequestError::BadCommandLine);
     }
     // The flags are read (and a base64 key decoded) before the size is checked, as in memcached.
-    const bool base64_failed = !hasControlChars(tok(1)) && !scanMetaFlags(3);
+    const bool base64_failed = !scanMetaFlags(3);
     return acceptData(length, /*meta=*/true, base64_failed);
   }
 
@@ -546,9 +524,6 @@ class LineParser {
     req_.keys.push_back(tokens_.at[1]);
     if (keyTooLong(tokens_.at[1])) {
       return failMeta(RequestError::KeyTooLong);
-    }
-    if (hasControlChars(tok(1))) {
-      return failMeta(RequestError::KeyHasControlChars);
     }
     if (n >= 3 && tok(2) == "b") {
       req_.key_base64 = true;

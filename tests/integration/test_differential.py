@@ -2,7 +2,7 @@
 and to mcring in front of an identical memcached must get byte-identical replies.
 
 Documented differences are left out of the generator: `version` and `stats` (the proxy answers
-them), keys with control characters (refused by mcring), lines over 2048 bytes (closed by both,
+them), lines over 2048 bytes (closed by both,
 with an error line first from mcring), and reply fields that depend on the wall clock (TTL and
 last-access flags, `me`), which could differ by a second between the two servers. Retrieval commands
 never carry a key over 250 bytes: memcached 1.6.18 then answers CLIENT_ERROR *and drops the
