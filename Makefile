@@ -30,7 +30,7 @@ run: build
 asan: deps
 	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMCRING_SANITIZE=address,undefined
 	cmake --build build-asan -j$(JOBS) --target mcring unit_protocol unit_routing unit_config \
-	  $(shell test -d tests/unit/stats && echo unit_stats)
+	  unit_dataplane $(shell test -d tests/unit/stats && echo unit_stats)
 
 test-asan: asan
 	rm -rf $(SAN_LOGS) && mkdir -p $(SAN_LOGS)

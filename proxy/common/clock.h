@@ -3,22 +3,38 @@
 
 #include <time.h>
 
+#include <atomic>
 #include <cstdint>
 
 namespace mcring::common {
+
+namespace clock_detail {
+// Added to every reading of both clocks. Always 0 in the proxy; unit tests advance it
+// (advanceClockForTest) to pass backoffs and slow-reader limits without waiting. One relaxed load
+// of a value nothing writes: no measurable cost. libevent's timers do not see it.
+inline std::atomic<uint64_t> offset_ns{0};
+}  // namespace clock_detail
 
 // For latencies and rates.
 inline uint64_t monotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec) +
+         clock_detail::offset_ns.load(std::memory_order_relaxed);
 }
 
 // Cheaper, with the kernel tick's resolution (1-4 ms): for backoffs and idle sweeps.
 inline uint64_t coarseMonotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec) +
+         clock_detail::offset_ns.load(std::memory_order_relaxed);
+}
+
+// Tests only: moves both clocks forward by ns, for every thread (never backward: they stay
+// monotonic).
+inline void advanceClockForTest(uint64_t ns) {
+  clock_detail::offset_ns.fetch_add(ns, std::memory_order_relaxed);
 }
 
 }  // namespace mcring::common

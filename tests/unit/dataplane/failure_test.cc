@@ -1,0 +1,254 @@
+// Backend faults: a connection that closes mid-reply, a backend that never answers (the pool's
+// timeout), garbage, and a client too slow to read its reply. Each fails exactly the requests it
+// concerns; the next request reconnects once the backoff is over. Backoffs and the slow-reader
+// limit run on common::monotonicNs, which the tests advance instead of waiting
+// (common::advanceClockForTest); libevent's timers (the request timeout) still take real time,
+// so that timeout is short.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "proxy/common/clock.h"
+#include "tests/unit/dataplane/harness.h"
+
+using dataplane::DataPlane;
+using dataplane::FakeBackend;
+using dataplane::TestClient;
+using dataplane::valueUnit;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int64_t msSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+// Past any reconnect backoff (at most 1 s).
+void skipBackoff() { mcring::common::advanceClockForTest(2'000'000'000ULL); }
+
+}  // namespace
+
+TEST_CASE("a backend closing mid-reply fails exactly its requests; the next one reconnects") {
+  FakeBackend b0, b1;
+  DataPlane dp({&b0, &b1});
+  auto client = dp.connect();
+  const std::string a1 = dp.keyOn(0, "a", 0), a2 = dp.keyOn(0, "a", 1), b = dp.keyOn(1, "b");
+  REQUIRE(client.send("get " + a1 + "\r\nset " + a2 + " 0 0 1\r\nx\r\nget " + b + "\r\n"));
+  const std::string to_b0 = "get " + a1 + "\r\nset " + a2 + " 0 0 1\r\nx\r\n";
+  REQUIRE(b0.expect(to_b0) == to_b0);
+  REQUIRE(b1.expect("get " + b + "\r\n") == "get " + b + "\r\n");
+  REQUIRE(b1.send(valueUnit(b, "bee") + "END\r\n"));
+  // Half of a1's value, then the connection goes: a1 and a2 (in flight on it) fail, b does not.
+  REQUIRE(b0.send("VALUE " + a1 + " 0 10\r\n01234"));
+  b0.closeConnection();
+  const auto closed_at = Clock::now();
+  const std::string failed = "SERVER_ERROR backend connection closed\r\n";
+  const std::string want = failed + failed + valueUnit(b, "bee") + "END\r\n";
+  CHECK(client.read(want.size()) == want);
+  CHECK(client.silentFor(5));
+  CHECK(dp.counters().server_errors.load() == 2);
+
+  // Within the 50 ms backoff, a request for b0 fails at once, without a connect attempt.
+  REQUIRE(client.send("get " + a1 + "\r\n"));
+  const std::string during = client.read(failed.size());
+  if (msSince(closed_at) < 40) {
+    CHECK(during == failed);
+    CHECK(!b0.accept(10));
+  } else {
+    MESSAGE("backoff check skipped: the host was too slow (" << msSince(closed_at) << " ms)");
+    if (during != failed) {  // it reconnected: answer it
+      b0.accept();
+    }
+  }
+
+  // After the backoff the next request opens a new connection.
+  skipBackoff();
+  REQUIRE(client.send("get " + a1 + "\r\n"));
+  REQUIRE(b0.accept());
+  REQUIRE(b0.expect("get " + a1 + "\r\n") == "get " + a1 + "\r\n");
+  REQUIRE(b0.send(valueUnit(a1, "0123456789") + "END\r\n"));
+  CHECK(client.read(valueUnit(a1, "0123456789").size() + 5) ==
+        valueUnit(a1, "0123456789") + "END\r\n");
+  CHECK(b1.accepted() == 1);  // the other backend's connection was never touched
+}
+
+TEST_CASE("a backend that never answers: the pool's timeout fails its requests, only them") {
+  FakeBackend b0, b1;
+  DataPlane dp({&b0, &b1}, "  timeout: 50\n");
+  auto client = dp.connect();
+  const std::string a = dp.keyOn(0, "a"), b = dp.keyOn(1, "b");
+  REQUIRE(client.send("get " + a + "\r\nget " + b + "\r\n"));
+  REQUIRE(b0.expect("get " + a + "\r\n") == "get " + a + "\r\n");
+  REQUIRE(b1.expect("get " + b + "\r\n") == "get " + b + "\r\n");
+  const auto sent = Clock::now();
+  REQUIRE(b1.send(valueUnit(b, "bee") + "END\r\n"));
+  const std::string want = "SERVER_ERROR backend timeout\r\n" + valueUnit(b, "bee") + "END\r\n";
+  CHECK(client.read(want.size()) == want);
+  const auto waited = msSince(sent);
+  CHECK(waited >= 40);  // libevent's timer, with a little slack for its clock
+  CHECK(waited < 1000);
+  CHECK(b0.waitPeerClosed());  // the connection is reset: its replies can no longer be matched
+  CHECK(dp.counters().backend_timeouts.load() == 1);
+  CHECK(dp.counters().server_errors.load() == 1);
+
+  skipBackoff();
+  REQUIRE(client.send("get " + a + "\r\n"));
+  REQUIRE(b0.accept());
+  REQUIRE(b0.expect("get " + a + "\r\n") == "get " + a + "\r\n");
+  REQUIRE(b0.send("END\r\n"));
+  CHECK(client.read(5) == "END\r\n");
+}
+
+TEST_CASE("the timeout counts from the backend's last byte: a slow but steady reply completes") {
+  FakeBackend b0;
+  DataPlane dp({&b0}, "  timeout: 50\n");
+  auto client = dp.connect();
+  REQUIRE(client.send("get slow\r\n"));
+  REQUIRE(b0.expect("get slow\r\n") == "get slow\r\n");
+  const std::string reply = valueUnit("slow", "0123456789") + "END\r\n";
+  // 5 pieces 15 ms apart: 60+ ms in all, never 50 ms without a byte.
+  for (size_t i = 0; i < reply.size(); i += 8) {
+    REQUIRE(b0.send(reply.substr(i, 8)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(15));
+  }
+  CHECK(client.read(reply.size()) == reply);
+  CHECK(dp.counters().backend_timeouts.load() == 0);
+  CHECK(b0.accepted() == 1);
+}
+
+TEST_CASE("a backend's garbage resets its connection: in-flight requests get a protocol error") {
+  FakeBackend b0;
+  DataPlane dp({&b0});
+  auto client = dp.connect();
+  REQUIRE(client.send("get g1\r\ndelete g2\r\n"));
+  REQUIRE(b0.expect("get g1\r\ndelete g2\r\n") == "get g1\r\ndelete g2\r\n");
+  REQUIRE(b0.send("HELLO THERE\r\n"));
+  const std::string failed = "SERVER_ERROR backend protocol error\r\n";
+  CHECK(client.read(2 * failed.size()) == failed + failed);
+  CHECK(b0.waitPeerClosed());
+  CHECK(dp.counters().backend_protocol_errors.load() == 1);
+  // A reply nobody asked for is garbage too.
+  skipBackoff();
+  REQUIRE(client.send("delete g3\r\n"));
+  REQUIRE(b0.accept());
+  REQUIRE(b0.expect("delete g3\r\n") == "delete g3\r\n");
+  REQUIRE(b0.send("DELETED\r\nDELETED\r\n"));
+  CHECK(client.read(9) == "DELETED\r\n");
+  CHECK(b0.waitPeerClosed());
+  CHECK(dp.counters().backend_protocol_errors.load() == 2);
+  CHECK(client.silentFor(5));
+}
+
+TEST_CASE("a client that reads nothing of a streaming reply is closed after 1 s (clock advanced)") {
+  FakeBackend b0;
+  DataPlane dp({&b0}, "  client_buffer_limit: 64k\n");
+  auto slow = dp.connect(/*sndbuf=*/4096);
+  auto other = dp.connect();
+  REQUIRE(slow.send("get big\r\n"));
+  REQUIRE(b0.expect("get big\r\n") == "get big\r\n");
+  REQUIRE(other.send("get x\r\n"));
+  REQUIRE(b0.expect("get x\r\n") == "get x\r\n");
+  // big's value fills the slow client's output past its limit; its END then has to wait, and
+  // so does x's reply behind it on the same backend connection.
+  const auto start = Clock::now();
+  REQUIRE(b0.send(valueUnit("big", std::string(300 * 1024, 'B')) + "END\r\n" +
+                  valueUnit("x", "ex") + "END\r\n"));
+  CHECK(other.silentFor(30));
+  CHECK(dp.counters().client_slow_closed.load() == 0);
+  // 1 s passes on mcring's clock (in steps, whenever the pause began).
+  bool answered = false;
+  while (!answered && msSince(start) < 3000) {
+    mcring::common::advanceClockForTest(250'000'000ULL);
+    answered = !other.silentFor(5);
+  }
+  CHECK(msSince(start) < 900);  // the injected clock did it, not the real one
+  const std::string want = valueUnit("x", "ex") + "END\r\n";
+  CHECK(other.read(want.size()) == want);
+  CHECK(dp.counters().client_slow_closed.load() == 1);
+  CHECK(slow.waitClosed());
+  CHECK(DataPlane::waitFor([&] { return dp.openClients() == 1; }));
+  CHECK(b0.accepted() == 1);  // the backend connection was paused, never reset
+}
+
+TEST_CASE("client_idle_timeout closes an idle client, not one waiting on a backend (clock)") {
+  FakeBackend b0;
+  DataPlane dp({&b0}, "  client_idle_timeout: 400\n");  // swept every 50 ms
+  auto idle = dp.connect();
+  auto busy = dp.connect();
+  REQUIRE(idle.send("version\r\n"));
+  CHECK(idle.readUntil("\r\n").rfind("VERSION ", 0) == 0);
+  REQUIRE(busy.send("get k\r\n"));
+  REQUIRE(b0.expect("get k\r\n") == "get k\r\n");
+  const auto start = Clock::now();
+  bool closed = false;
+  while (!closed && msSince(start) < 3000) {
+    mcring::common::advanceClockForTest(200'000'000ULL);
+    closed = idle.waitClosed(10);
+  }
+  CHECK(closed);
+  CHECK(msSince(start) < 350);  // before the real 400 ms could have done it
+  CHECK(dp.counters().client_idle_closed.load() == 1);
+  REQUIRE(b0.send("END\r\n"));
+  CHECK(busy.read(5) == "END\r\n");
+}
+
+TEST_CASE("a client that half-closes still gets every reply it asked for, then EOF") {
+  FakeBackend b0;
+  DataPlane dp({&b0});
+  auto client = dp.connect();
+  REQUIRE(client.send("get h1\r\nget h2\r\n"));
+  client.shutdownWrite();
+  REQUIRE(b0.expect("get h1 h2\r\n") == "get h1 h2\r\n");  // one shared line (coalesce_gets)
+  CHECK(client.silentFor(10));
+  REQUIRE(b0.send(valueUnit("h2", "two") + "END\r\n"));
+  const std::string want = "END\r\n" + valueUnit("h2", "two") + "END\r\n";
+  CHECK(client.read(want.size()) == want);
+  CHECK(client.waitClosed());
+  CHECK(DataPlane::waitFor([&] { return dp.openClients() == 0; }));
+}
+
+TEST_CASE("a client gone mid-request: its reply goes nowhere, the backend connection serves on") {
+  FakeBackend b0;
+  DataPlane dp({&b0}, "  client_buffer_limit: 64k\n");
+  auto gone = dp.connect();
+  auto other = dp.connect();
+  REQUIRE(gone.send("get big\r\n"));
+  REQUIRE(b0.expect("get big\r\n") == "get big\r\n");
+  // To mcring this is EOF (it cannot tell close from half-close): it still owes the reply, and
+  // learns the client is gone when writing it fails.
+  gone.close();
+  REQUIRE(other.send("get x\r\n"));
+  REQUIRE(b0.expect("get x\r\n") == "get x\r\n");
+  // 300k for nobody (past any budget: it must be dropped, not held), then x's reply.
+  REQUIRE(b0.send(valueUnit("big", std::string(300 * 1024, 'B')) + "END\r\n" +
+                  valueUnit("x", "ex") + "END\r\n"));
+  const std::string want = valueUnit("x", "ex") + "END\r\n";
+  CHECK(other.read(want.size()) == want);
+  CHECK(b0.accepted() == 1);
+  CHECK(dp.counters().client_oom_replies.load() == 0);
+  CHECK(dp.counters().server_errors.load() == 0);
+  CHECK(DataPlane::waitFor([&] { return dp.openClients() == 1; }));
+}
+
+TEST_CASE("a slow client that goes away frees the backend connection it held, at once") {
+  FakeBackend b0;
+  DataPlane dp({&b0}, "  client_buffer_limit: 64k\n");
+  auto slow = dp.connect(/*sndbuf=*/4096);
+  auto other = dp.connect();
+  REQUIRE(slow.send("get big\r\n"));
+  REQUIRE(b0.expect("get big\r\n") == "get big\r\n");
+  REQUIRE(other.send("get x\r\n"));
+  REQUIRE(b0.expect("get x\r\n") == "get x\r\n");
+  REQUIRE(b0.send(valueUnit("big", std::string(300 * 1024, 'B')) + "END\r\n" +
+                  valueUnit("x", "ex") + "END\r\n"));
+  CHECK(other.silentFor(30));  // paused on the slow client
+  const auto start = Clock::now();
+  slow.close();  // no clock advance: its going must resume the connection
+  const std::string want = valueUnit("x", "ex") + "END\r\n";
+  CHECK(other.read(want.size(), 3000) == want);
+  CHECK(msSince(start) < 500);
+  CHECK(dp.counters().client_slow_closed.load() == 0);
+  CHECK(b0.accepted() == 1);
+}

@@ -1,0 +1,115 @@
+// Replies in request order, and multi-gets split over backends and reassembled in key order.
+#include <doctest/doctest.h>
+
+#include "tests/unit/dataplane/harness.h"
+
+using dataplane::DataPlane;
+using dataplane::FakeBackend;
+using dataplane::valueUnit;
+
+TEST_CASE("replies leave in request order when backends answer out of order") {
+  FakeBackend b0, b1;
+  DataPlane dp({&b0, &b1});
+  const std::string a = dp.keyOn(0, "a"), b = dp.keyOn(1, "b"), c = dp.keyOn(1, "c");
+  auto client = dp.connect();
+  // Pipelined in one write: a get on b0, a get and a delete on b1, and a request mcring answers
+  // itself (version), which is complete at once but must still wait its turn.
+  REQUIRE(client.send("get " + a + "\r\nget " + b + "\r\ndelete " + c + "\r\nversion\r\n"));
+  CHECK(b0.expect("get " + a + "\r\n") == "get " + a + "\r\n");
+  const std::string to_b1 = "get " + b + "\r\ndelete " + c + "\r\n";
+  CHECK(b1.expect(to_b1) == to_b1);
+
+  // b1 answers both of its requests first: nothing may reach the client before a's reply.
+  REQUIRE(b1.send(valueUnit(b, "bee") + "END\r\nDELETED\r\n"));
+  REQUIRE(DataPlane::waitFor([&] { return dp.counters().get_hits.load() == 1; }));
+  CHECK(client.silentFor(20));
+
+  REQUIRE(b0.send(valueUnit(a, "ay", 5) + "END\r\n"));
+  const std::string want = valueUnit(a, "ay", 5) + "END\r\n" + valueUnit(b, "bee") +
+                           "END\r\nDELETED\r\nVERSION ";
+  CHECK(client.read(want.size()) == want);
+  const std::string version_tail = client.readUntil("\r\n");
+  CHECK(version_tail.size() > 2);
+  CHECK(client.silentFor(5));
+}
+
+TEST_CASE("three backends answering in reverse order: every reply in its request's place") {
+  FakeBackend b0, b1, b2;
+  DataPlane dp({&b0, &b1, &b2}, "  coalesce_gets: false\n");
+  FakeBackend* backends[] = {&b0, &b1, &b2};
+  auto client = dp.connect();
+  // Nine requests, three per backend, interleaved: s0 s1 s2 s0 s1 s2 ...
+  std::string request, want;
+  std::string to[3];
+  std::string answer[3];
+  for (int i = 0; i < 9; ++i) {
+    const uint32_t s = static_cast<uint32_t>(i % 3);
+    const std::string key = dp.keyOn(s, "r", i / 3);
+    request += "get " + key + "\r\n";
+    to[s] += "get " + key + "\r\n";
+    const std::string data = "v" + std::to_string(i);
+    answer[s] += valueUnit(key, data) + "END\r\n";
+    want += valueUnit(key, data) + "END\r\n";
+  }
+  REQUIRE(client.send(request));
+  for (int s = 0; s < 3; ++s) {
+    CHECK(backends[s]->expect(to[s]) == to[s]);
+  }
+  for (int s = 2; s >= 0; --s) {
+    REQUIRE(backends[s]->send(answer[s]));
+    if (s > 0) {
+      CHECK(client.silentFor(5));
+    }
+  }
+  CHECK(client.read(want.size()) == want);
+}
+
+TEST_CASE("a multi-get is split per backend and reassembled in key order under one END") {
+  for (const bool coalesce : {true, false}) {
+    CAPTURE(coalesce);
+    FakeBackend b0, b1, b2;
+    DataPlane dp({&b0, &b1, &b2}, coalesce ? "" : "  coalesce_gets: false\n");
+    auto client = dp.connect();
+    // Keys in the client's order: A1 B1 C1 A2 B2 C2 (A on b0, B on b1, C on b2).
+    const std::string A1 = dp.keyOn(0, "x", 0), A2 = dp.keyOn(0, "x", 1);
+    const std::string B1 = dp.keyOn(1, "x", 0), B2 = dp.keyOn(1, "x", 1);
+    const std::string C1 = dp.keyOn(2, "x", 0), C2 = dp.keyOn(2, "x", 1);
+    REQUIRE(client.send("gets " + A1 + " " + B1 + " " + C1 + " " + A2 + " " + B2 + " " + C2 +
+                        "\r\n"));
+    // Each backend gets its own keys, in the client's order, in one line.
+    CHECK(b0.expect("gets " + A1 + " " + A2 + "\r\n") == "gets " + A1 + " " + A2 + "\r\n");
+    CHECK(b1.expect("gets " + B1 + " " + B2 + "\r\n") == "gets " + B1 + " " + B2 + "\r\n");
+    CHECK(b2.expect("gets " + C1 + " " + C2 + "\r\n") == "gets " + C1 + " " + C2 + "\r\n");
+    // Answers in reverse server order; C1 and A2 miss. Values carry flags and cas.
+    const std::string c2 = "VALUE " + C2 + " 3 2 33\r\nc2\r\n";
+    const std::string b1v = "VALUE " + B1 + " 0 2 21\r\nb1\r\n";
+    const std::string b2v = "VALUE " + B2 + " 0 4 22\r\nEND!\r\n";  // "END!" inside a value
+    const std::string a1 = "VALUE " + A1 + " 7 0 11\r\n\r\n";       // an empty value
+    REQUIRE(b2.send(c2 + "END\r\n"));
+    REQUIRE(b1.send(b1v + b2v + "END\r\n"));
+    CHECK(client.silentFor(10));  // a fragment is still owed
+    REQUIRE(b0.send(a1 + "END\r\n"));
+    const std::string want = a1 + b1v + b2v + c2 + "END\r\n";
+    CHECK(client.read(want.size()) == want);
+    CHECK(client.silentFor(5));
+    CHECK(dp.counters().get_hits.load() == 4);
+    CHECK(dp.counters().get_misses.load() == 2);
+  }
+}
+
+TEST_CASE("a multi-get with one failed fragment answers one SERVER_ERROR, nothing else") {
+  FakeBackend b0, b1;
+  DataPlane dp({&b0, &b1});
+  auto client = dp.connect();
+  const std::string A = dp.keyOn(0, "y"), B = dp.keyOn(1, "y");
+  REQUIRE(client.send("get " + A + " " + B + "\r\nget " + A + "\r\n"));
+  // coalesce_gets (the default): both requests' keys for b0 share one line.
+  CHECK(b0.expect("get " + A + " " + A + "\r\n") == "get " + A + " " + A + "\r\n");
+  CHECK(b1.expect("get " + B + "\r\n") == "get " + B + "\r\n");
+  // b0 answers the line (one VALUE per key asked, one END), b1 fails with an error of its own.
+  REQUIRE(b0.send(valueUnit(A, "a") + valueUnit(A, "a") + "END\r\n"));
+  REQUIRE(b1.send("SERVER_ERROR busy\r\n"));
+  const std::string want = "SERVER_ERROR busy\r\n" + valueUnit(A, "a") + "END\r\n";
+  CHECK(client.read(want.size()) == want);
+  CHECK(client.silentFor(5));
+}
