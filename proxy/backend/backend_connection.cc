@@ -121,6 +121,9 @@ void BackendConnection::onReadable() {
       }
       InFlight done = f;
       inflight_.pop_front();
+      if (done.req == paused_for_) {
+        paused_for_ = nullptr;  // its stall time ends with it
+      }
       uint64_t now = monotonicMicros();
       server_.stats().latency.record(now > done.sent_us ? now - done.sent_us : 0);
       finish(done);
@@ -145,15 +148,22 @@ bool BackendConnection::mustWait(PendingRequest& r) {
   return s != nullptr && !r.refused && s->outputFull() && s->tryStream(r);
 }
 
-// Stops reading this connection until the client being streamed to has room; a client that
-// reads nothing for RequestOwner::stallLimitMs() is closed (its reply is then dropped), so the
-// other clients' requests behind it wait a bounded time.
+// Stops reading this connection until the client being streamed to has room. Other clients'
+// requests behind it wait meanwhile, so that wait is bounded: the client is closed (its reply is
+// then dropped) once it has held the connection paused for RequestOwner::stallLimitMs() in all
+// while another client's request waits behind it, however slowly it reads, or once it reads
+// nothing for that long.
 void BackendConnection::pause() {
   paused_ = true;
   tcp_->enableReading(false);
   const uint64_t now = common::monotonicNs();
   pause_progress_ns_ = now;
+  pause_started_ns_ = now;
   pause_output_ = UINT64_MAX;
+  if (paused_for_ != inflight_.front().req) {
+    paused_for_ = inflight_.front().req;
+    paused_for_total_ns_ = 0;
+  }
   if (!resume_timer_) {
     resume_timer_ = std::make_unique<net::Timer>(server_.worker().loop(), [this] { checkPaused(); });
   }
@@ -167,19 +177,36 @@ void BackendConnection::checkPaused() {
   }
   PendingRequest* r = inflight_.front().req;
   RequestOwner* s = r->session;
+  const uint64_t now = common::monotonicNs();
   if (s == nullptr || !s->outputFull()) {
+    paused_for_total_ns_ += now - pause_started_ns_;
     resume();
     return;
   }
-  const uint64_t now = common::monotonicNs();
+  const uint64_t limit = uint64_t{s->stallLimitMs()} * 1000000;
   const uint64_t out = s->outputSize();
   if (out < pause_output_) {
     pause_output_ = out;
     pause_progress_ns_ = now;
-  } else if (now - pause_progress_ns_ >= uint64_t{s->stallLimitMs()} * 1000000) {
+  }
+  const bool stuck = now - pause_progress_ns_ >= limit;
+  const bool hogging = paused_for_total_ns_ + (now - pause_started_ns_) >= limit &&
+                       othersWaitBehind(s);
+  if (stuck || hogging) {
     s->closeSlowReader();
     resume();
   }
+}
+
+// Another client has a request in flight on this connection, behind the head.
+bool BackendConnection::othersWaitBehind(const RequestOwner* head) const {
+  for (size_t i = 1; i < inflight_.size(); ++i) {
+    const RequestOwner* o = inflight_[i].req->session;
+    if (o != nullptr && o != head) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void BackendConnection::resume() {
@@ -375,7 +402,12 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         }
         // Classic noreply: memcached silences every reply but SERVER_ERROR (sent through its
         // out_errstring(), which ignores noreply); the proxy does the same with the backend's.
-        if (r->noreply && rep.kind != ReplyKind::ServerError) {
+        // "object too large for cache" is the exception: memcached sends it with out_string(),
+        // which obeys noreply (a value under item_size_max that memcached's item header makes
+        // too large).
+        if (r->noreply &&
+            (rep.kind != ReplyKind::ServerError || line.substr(0, rep.line_length) ==
+                                                        protocol::kTooLargeLine)) {
           in.drain(n);
         } else {
           forward(*r, r->reply, n);

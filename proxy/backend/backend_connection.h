@@ -96,6 +96,7 @@ class BackendConnection : public net::ConnectionHandler {
   bool mustWait(PendingRequest& r);
   void pause();
   void checkPaused();
+  bool othersWaitBehind(const RequestOwner* head) const;
   void resume();
   void finish(InFlight& f);
   void failAll(BackendFailure why);
@@ -111,6 +112,10 @@ class BackendConnection : public net::ConnectionHandler {
   bool paused_ = false;
   uint64_t pause_progress_ns_ = 0;  // when the client's output last shrank
   uint64_t pause_output_ = 0;       // its size then
+  uint64_t pause_started_ns_ = 0;   // this pause
+  // The request the connection paused for, and how long it did in earlier pauses.
+  const PendingRequest* paused_for_ = nullptr;
+  uint64_t paused_for_total_ns_ = 0;
   std::unique_ptr<net::Timer> resume_timer_;
   static constexpr uint64_t kPausePollMs = 2;
   uint32_t hits_in_reply_ = 0;  // VALUE units seen for the head retrieval

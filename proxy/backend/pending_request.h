@@ -50,6 +50,12 @@ class RequestOwner {
   virtual void closeSlowReader() = 0;
   // The pool freed memory for large requests being received (the worker wakes waiters).
   virtual void onInputBudget() = 0;
+  // Waiting for input memory: if the client has closed its side and the request it is sending
+  // can no longer complete, close the session (true).
+  virtual bool abandonIfPeerGone() = 0;
+  // Holding input memory for a request that received nothing for a while (others wait for it):
+  // close the session (true).
+  virtual bool abandonIfInputStalled(uint64_t now_ns) = 0;
 };
 
 // What a backend reply to this request looks like.

@@ -27,6 +27,7 @@ struct PoolRuntime {
   MemoryBudget replies_budget;
   MemoryBudget inputs_budget;
   std::vector<RequestOwner*> input_waiters;
+  std::vector<RequestOwner*> input_holders;  // sessions holding an input reservation
   bool removed = false;  // the pool left the config: its sessions drain and close
   std::unique_ptr<WarmupWindow> warmup;  // open after a membership change (warmup_window)
 

@@ -13,7 +13,11 @@
 #include "proxy/session/client_session.h"
 
 namespace mcring::core {
+
 namespace {
+
+// How often sessions waiting for input memory are checked for clients that went away.
+constexpr uint64_t kInputProbeMs = 200;
 
 protocol::ParserLimits limitsFor(const config::PoolConfig& pc) {
   protocol::ParserLimits limits;
@@ -29,6 +33,7 @@ Worker::Worker(int id, int count, const stats::StatsRenderer& reporter)
   reaper_ = std::make_unique<net::Timer>(*loop_, [this] { reapRetired(); });
   idle_sweep_ = std::make_unique<net::Timer>(*loop_, [this] { sweepIdleClients(); });
   input_wake_ = std::make_unique<net::Timer>(*loop_, [this] { wakeInputWaiters(); });
+  input_probe_ = std::make_unique<net::Timer>(*loop_, [this] { probeInputWaiters(); });
 }
 
 Worker::~Worker() {
@@ -151,6 +156,35 @@ void Worker::wakeInputWaiters() {
     for (RequestOwner* s : waiting) {
       s->onInputBudget();
     }
+  }
+}
+
+void Worker::onInputWaiting() {
+  if (!input_probe_->pending()) {
+    input_probe_->start(kInputProbeMs, /*periodic=*/true);
+  }
+}
+
+// Sessions waiting for input memory whose clients went away are closed (which frees their
+// reservations for the others); the probe stops when nobody waits.
+void Worker::probeInputWaiters() {
+  bool waiting = false;
+  const uint64_t now = common::coarseMonotonicNs();
+  for (auto& [name, pool] : pools_) {
+    std::vector<RequestOwner*> waiters = pool->input_waiters;  // close() edits the list
+    for (RequestOwner* s : waiters) {
+      s->abandonIfPeerGone();
+    }
+    if (!pool->input_waiters.empty()) {
+      std::vector<RequestOwner*> holders = pool->input_holders;
+      for (RequestOwner* s : holders) {
+        s->abandonIfInputStalled(now);
+      }
+    }
+    waiting = waiting || !pool->input_waiters.empty();
+  }
+  if (!waiting) {
+    input_probe_->stop();
   }
 }
 

@@ -64,6 +64,7 @@ class Worker final : public SessionContext {
   // Memory for large requests being received was freed: wake the sessions waiting for it soon
   // (not from inside the session that freed it).
   void scheduleInputWake() override;
+  void onInputWaiting() override;
   // Deferred destruction: a session ends itself from inside its own callbacks.
   void retire(ClientSession* session) override;
   // A backend connection finished something; drained servers of old snapshots may now go.
@@ -80,6 +81,7 @@ class Worker final : public SessionContext {
                     std::shared_ptr<std::atomic<uint32_t>> open_count);
   void reapRetired();
   void wakeInputWaiters();
+  void probeInputWaiters();
   void reapDraining();
   void checkShutdownDone();
   // client_idle_timeout: the sweep runs only while some pool sets it, every eighth of the
@@ -104,6 +106,7 @@ class Worker final : public SessionContext {
   std::unique_ptr<net::Timer> grace_timer_;
   std::unique_ptr<net::Timer> idle_sweep_;
   std::unique_ptr<net::Timer> input_wake_;
+  std::unique_ptr<net::Timer> input_probe_;  // while sessions wait for input memory
   uint64_t retired_peak_bytes_ = 0;  // peaks of sessions gone since the last malloc_trim
   uint64_t idle_sweep_ms_ = 0;  // period of idle_sweep_; 0: stopped
   uint64_t next_warmup_id_ = 1;

@@ -217,9 +217,10 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
              nullptr;
     }
   }
-  if (!single || warm || coalescing()) {
+  if (!single || warm || coalescing() || splitsLines(line.size())) {
     // A moved key's miss takes a second hop: that needs the per-key bookkeeping of a split get,
-    // and so does a get whose keys share a line with other requests' (coalesce_gets).
+    // and so does a get whose keys share a line with other requests' (coalesce_gets), and a long
+    // gat/gats that goes to its server as several lines.
     dispatchMultiget(line, warm);
     return;
   }
@@ -253,20 +254,31 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
   r->key_hit_length.assign(n, 0);
   size_t servers = pool_->by_index.size();
   fragment_of_.assign(servers, -1);
+  fragment_bytes_.clear();
+  const bool split = splitsLines(line.size());
+  // "gat <exptime>" ... "\r\n": what every line of a fragment carries besides its keys.
+  const size_t overhead = protocol::commandName(req_->command).size() + req_->exptime.length + 4;
   uint32_t count = 0;
   for (size_t i = 0; i < n; ++i) {
     r->key_offsets[2 * i] = req_->keys[i].offset;
     r->key_offsets[2 * i + 1] = req_->keys[i].length;
     uint32_t s = routes_[i];
+    const size_t add = 1 + req_->keys[i].length;
+    if (fragment_of_[s] >= 0 && split &&
+        fragment_bytes_[static_cast<size_t>(fragment_of_[s])] + add > kMaxBackendLine) {
+      fragment_of_[s] = -1;  // this server's line is full: its next keys start another
+    }
     if (fragment_of_[s] < 0) {
       fragment_of_[s] = static_cast<int32_t>(count);
       if (r->fragments.size() <= count) {
         r->fragments.emplace_back();
       }
       r->fragments[count].server = s;
+      fragment_bytes_.push_back(overhead);
       ++count;
     }
     uint32_t f = static_cast<uint32_t>(fragment_of_[s]);
+    fragment_bytes_[f] += add;
     countForBackend(*pool_->by_index[s], req_->keys[i].in(line));
     r->key_fragment[i] = f;
     r->fragments[f].key_indices.push_back(static_cast<uint32_t>(i));

@@ -47,6 +47,14 @@ class Dispatcher {
     return pool_->config().coalesce_gets &&
            (req_->command == protocol::Command::Get || req_->command == protocol::Command::Gets);
   }
+  // memcached closes a connection on a line other than get/gets with no newline in its first
+  // 2048 bytes (always, when the line arrives in pieces), failing every request on it: so a
+  // long gat/gats goes to its server as several lines of at most this many bytes.
+  static constexpr size_t kMaxBackendLine = 2000;
+  bool splitsLines(size_t line_length) const {
+    return line_length > kMaxBackendLine &&
+           (req_->command == protocol::Command::Gat || req_->command == protocol::Command::Gats);
+  }
   void invalidatePrevious(PendingRequest* r, BackendServer& prev, std::string_view line);
   void dispatchFlushAll(std::string_view line);
   void answerLocal(std::string_view line);
@@ -65,6 +73,7 @@ class Dispatcher {
   const protocol::Request* req_ = nullptr;
   std::vector<uint32_t> routes_;      // scratch: server of each key of a multi-get
   std::vector<int32_t> fragment_of_;  // scratch: fragment of each server, -1 if none
+  std::vector<size_t> fragment_bytes_;  // scratch: line bytes of each fragment so far
 };
 
 }  // namespace mcring::core

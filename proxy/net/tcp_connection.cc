@@ -15,6 +15,7 @@
 #include <event2/listener.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -58,6 +59,24 @@ TcpConnection::~TcpConnection() {
   for (Guard* g = guard_; g != nullptr; g = g->prev) {
     g->destroyed = true;
   }
+}
+
+bool TcpConnection::peerFinished(uint64_t* unread) const {
+  if (fd_ < 0) {
+    return false;
+  }
+  tcp_info info{};
+  socklen_t len = sizeof(info);
+  if (::getsockopt(fd_, IPPROTO_TCP, TCP_INFO, &info, &len) != 0 ||
+      info.tcpi_state != TCP_CLOSE_WAIT) {
+    return false;
+  }
+  int pending = 0;
+  if (::ioctl(fd_, FIONREAD, &pending) != 0) {
+    return false;
+  }
+  *unread = pending > 0 ? static_cast<uint64_t>(pending) : 0;
+  return true;
 }
 
 void TcpConnection::close() {

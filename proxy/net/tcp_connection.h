@@ -66,6 +66,10 @@ class TcpConnection {
   // Detaches the handler and closes the socket now.
   void close();
   int fd() const { return fd_; }
+  // The peer has closed its side (TCP CLOSE_WAIT; seen even while this connection is not
+  // reading), and *unread = bytes still in the socket's receive queue. False for a peer that is
+  // still sending, or a socket that is not TCP.
+  bool peerFinished(uint64_t* unread) const;
 
  private:
   friend class EventLoop;

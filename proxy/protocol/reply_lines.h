@@ -14,6 +14,7 @@ inline constexpr std::string_view kMetaNoopLine = "MN\r\n";
 // memcached's reply when it cannot allocate the response to a get (mcring: the memory budget).
 inline constexpr std::string_view kOutOfMemoryLine =
     "SERVER_ERROR out of memory writing get response\r\n";
+inline constexpr std::string_view kTooLargeLine = "SERVER_ERROR object too large for cache\r\n";
 inline constexpr std::string_view kFlushAllRefusedLine = "CLIENT_ERROR flush_all not allowed\r\n";
 
 }  // namespace mcring::protocol

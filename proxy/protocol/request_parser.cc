@@ -5,7 +5,8 @@
 // deliberately differs it says so here:
 //  - line length limits do not depend on how the bytes arrived (memcached closes only when a read
 //    leaves more than 2048 bytes without "\n", and accepts longer lines that arrive at once);
-//    only get/gets lines may be longer than max_line, as only they may in memcached;
+//    gat/gats lines may be as long as get/gets lines (memcached only accepts them when they
+//    arrive at once), and go to servers as lines under 2048 bytes (dispatch splits them);
 //  - meta base64 keys must be canonical base64 (memcached skips stray characters and stops at the
 //    first padded block);
 //  - "gat <exptime>" with no key is memcached's "END", reported as GatWithoutKeys.
@@ -198,8 +199,8 @@ bool lookupCommand(std::string_view name, Command* out) {
   return false;
 }
 
-// Does the line begin (after at most 100 spaces, like memcached) with a command whose line may
-// exceed max_line (get or gets)? 1 yes, 0 no, -1 not enough bytes to tell yet.
+// Does the line begin (after at most 100 spaces, like memcached) with a retrieval command, whose
+// line may exceed max_line? 1 yes, 0 no, -1 not enough bytes to tell yet.
 int startsRetrievalLine(std::string_view input) {
   size_t i = 0;
   while (i < input.size() && i <= kMaxLeadingSpaces && input[i] == ' ') {
@@ -213,7 +214,7 @@ int startsRetrievalLine(std::string_view input) {
   }
   const std::string_view rest = input.substr(i);
   bool undecided = false;
-  for (const std::string_view prefix : {"get ", "gets "}) {
+  for (const std::string_view prefix : {"get ", "gets ", "gat ", "gats "}) {
     if (rest.size() >= prefix.size()) {
       if (rest.substr(0, prefix.size()) == prefix) {
         return 1;

@@ -18,8 +18,7 @@ enum class ParseStatus : uint8_t { Ok, Incomplete, Invalid };
 struct ParserLimits {
   // A command line without "\n" within this many bytes closes the client (memcached: 2048).
   uint32_t max_line = 2048;
-  // Except get/gets lines (many keys), allowed up to this. memcached lets only get and gets
-  // lines grow past 2048 bytes without "\n"; gat/gats obey max_line like every other command.
+  // Except retrieval lines (get/gets/gat/gats with many keys), allowed up to this.
   uint32_t max_retrieval_line = 1024 * 1024;
   // Largest value accepted (memcached -I, twemproxy's item size); larger is swallowed and
   // answered "SERVER_ERROR object too large for cache".
@@ -47,7 +46,7 @@ class RequestParser {
   // The input holds `buffered` bytes and no "\n" in them (within max_retrieval_line + 1); `head`
   // is its first bytes (128 are enough). Incomplete while a line may still end in time,
   // Invalid (LineTooLong, close) once it cannot: more than max_line bytes, unless the line is a
-  // get/gets (after at most 100 spaces), which may reach max_retrieval_line (memcached's rule).
+  // retrieval line (after at most 100 spaces), which may reach max_retrieval_line.
   ParseStatus parseUnterminated(std::string_view head, uint64_t buffered, Request& req) const;
 
   const ParserLimits& limits() const { return limits_; }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <iterator>
 
+#include "proxy/common/clock.h"
 #include "proxy/common/log.h"
 #include "proxy/protocol/reply_lines.h"
 #include "proxy/protocol/request_parser.h"
@@ -126,6 +127,11 @@ void ClientSession::wantInput(uint64_t need) {
   if (need <= kInputAllowance) {
     return;
   }
+  input_need_ = need;
+  if (in.size() != input_seen_) {
+    input_seen_ = in.size();
+    input_progress_ns_ = common::coarseMonotonicNs();
+  }
   if (need > input_reserved_) {
     if (!pool_->inputs_budget.tryCharge(need - input_reserved_)) {
       // No memory for it now: read no more of this client until a reservation frees.
@@ -133,8 +139,12 @@ void ClientSession::wantInput(uint64_t need) {
         waiting_input_ = true;
         pool_->input_waiters.push_back(this);
         stats::bump(worker_.counters().client_input_waits);
+        worker_.onInputWaiting();
       }
       return;
+    }
+    if (input_reserved_ == 0) {
+      pool_->input_holders.push_back(this);
     }
     input_reserved_ = need;
   }
@@ -150,14 +160,47 @@ void ClientSession::releaseInput() {
   if (input_reserved_ == 0) {
     return;
   }
+  auto& h = pool_->input_holders;
+  h.erase(std::remove(h.begin(), h.end(), this), h.end());
   pool_->inputs_budget.release(input_reserved_);
   input_reserved_ = 0;
+  input_seen_ = 0;
   if (tcp_) {
     tcp_->setReadHighWatermark(kInputAllowance);
   }
   if (!pool_->input_waiters.empty()) {
     worker_.scheduleInputWake();
   }
+}
+
+// A waiting session reads nothing, so it would not see its client leave; while it waits, the
+// request it holds part of can only complete if the rest is already in the socket.
+bool ClientSession::abandonIfPeerGone() {
+  uint64_t unread = 0;
+  if (closed_ || !tcp_ || !tcp_->peerFinished(&unread) ||
+      tcp_->input().size() + unread >= input_need_) {
+    return false;
+  }
+  MCRING_LOG(Info, "client %llu: closed its side with a request of %llu bytes unfinished",
+             static_cast<unsigned long long>(id_), static_cast<unsigned long long>(input_need_));
+  close();
+  return true;
+}
+
+// Holding a reservation for a request whose bytes stopped coming, while other clients wait for
+// that memory: the reservation is not being used, so the client is closed (a slowloris with a
+// large set would otherwise hold the budget forever).
+bool ClientSession::abandonIfInputStalled(uint64_t now_ns) {
+  if (closed_ || input_reserved_ == 0 || now_ns - input_progress_ns_ < kInputStallNs) {
+    return false;
+  }
+  stats::bump(worker_.counters().client_input_stalled);
+  MCRING_LOG(Info, "client %llu: closed: sent nothing of its %llu-byte request for %llu ms "
+             "while other clients waited for its memory",
+             static_cast<unsigned long long>(id_), static_cast<unsigned long long>(input_need_),
+             static_cast<unsigned long long>(kInputStallNs / 1000000));
+  close();
+  return true;
 }
 
 void ClientSession::onInputBudget() {

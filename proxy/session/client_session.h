@@ -74,8 +74,12 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   static constexpr uint32_t kStallLimitOverBudgetMs = 100;
   // The pool freed memory for large requests being received (Worker).
   void onInputBudget() override;
+  bool abandonIfPeerGone() override;
+  bool abandonIfInputStalled(uint64_t now_ns) override;
   // Bytes a client may have of a request being received without a reservation.
   static constexpr uint64_t kInputAllowance = 32 * 1024;
+  // A reservation whose request received nothing for this long while others wait is given up.
+  static constexpr uint64_t kInputStallNs = 1000000000;
   // Unsent output a streaming reply may always reach, even with the pool over its budget.
   static constexpr uint64_t kOutputFloor = 256 * 1024;
   // A session that had this much buffered gives memory back to the OS when it goes (Worker).
@@ -123,6 +127,9 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   uint64_t held_ = 0;             // reply bytes held in this session's requests (budget)
   uint64_t output_charged_ = 0;   // output bytes charged to the pool's budget at the last sync
   uint64_t input_reserved_ = 0;   // reservation for a large request being received
+  uint64_t input_need_ = 0;       // that request's whole size
+  uint64_t input_seen_ = 0;       // input bytes at the last look, and when they last grew
+  uint64_t input_progress_ns_ = 0;
   bool waiting_input_ = false;    // in the pool's input_waiters
   uint64_t requests_ = 0;             // requests read so far
   uint64_t idle_requests_ = 0;        // requests_ at the last idle sweep

@@ -21,6 +21,9 @@ class SessionContext : public WorkerContext {
   // Memory for large requests being received was freed: wake the sessions waiting for it soon
   // (not from inside the session that freed it).
   virtual void scheduleInputWake() = 0;
+  // A session started waiting for input memory: the worker checks the waiters now and then for
+  // clients that went away (abandonIfPeerGone).
+  virtual void onInputWaiting() = 0;
 
  private:
   const stats::StatsRenderer& reporter_;

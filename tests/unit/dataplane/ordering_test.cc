@@ -113,3 +113,35 @@ TEST_CASE("a multi-get with one failed fragment answers one SERVER_ERROR, nothin
   CHECK(client.read(want.size()) == want);
   CHECK(client.silentFor(5));
 }
+
+TEST_CASE("a long gat goes to its server as lines under 2048 bytes, answered as one") {
+  // memcached closes a connection on a gat line with no newline in its first 2048 bytes when
+  // it arrives in pieces, failing every request on it: mcring never sends one.
+  FakeBackend b0;
+  DataPlane dp({&b0});
+  auto client = dp.connect();
+  std::string line = "gat 60";
+  std::vector<std::string> keys;
+  for (int i = 0; i < 12; ++i) {
+    keys.push_back(std::string(200, static_cast<char>('a' + i)));
+    line += " " + keys.back();
+  }
+  REQUIRE(line.size() > 2048);
+  REQUIRE(client.send(line + "\r\n"));
+  // Two lines: as many keys as fit in 2000 bytes, then the rest, in the client's order.
+  std::string first = "gat 60", second = "gat 60";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    (first.size() + 1 + keys[i].size() + 2 <= 2000 && second == "gat 60" ? first : second) +=
+        " " + keys[i];
+  }
+  CHECK(first.size() + 2 <= 2000);
+  CHECK(second.size() + 2 <= 2000);
+  const std::string sent = b0.read(first.size() + 2 + second.size() + 2);
+  CHECK(sent == first + "\r\n" + second + "\r\n");
+  const std::string v0 = "VALUE " + keys[0] + " 0 1\r\nx\r\n";
+  const std::string v11 = "VALUE " + keys[11] + " 0 1\r\ny\r\n";
+  REQUIRE(b0.send(v0 + "END\r\n" + v11 + "END\r\n"));
+  const std::string want = v0 + v11 + "END\r\n";
+  CHECK(client.read(want.size()) == want);
+  CHECK(client.silentFor(5));
+}

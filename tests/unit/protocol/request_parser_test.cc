@@ -350,10 +350,8 @@ const std::vector<RequestCase> kLongLines = {
     {std::string(101, ' ') + "get " + std::string(3000, 'a'),
      {"!line_too_long close len=0", kDone}},
     {std::string(100, ' ') + "gets " + std::string(3000, 'a'), {"rest=3105 discard=0"}},
-    // Only get and gets lines may grow past 2048 bytes (memcached's rule): a long gat line
-    // would make memcached close the connection it arrives on.
-    {"gat 1 " + std::string(3000, 'a') + "\r\n", {"!line_too_long close len=0", kDone}},
-    {"gats " + std::string(3000, 'a'), {"!line_too_long close len=0", kDone}},
+    {"gat 1 " + std::string(3000, 'a') + "\r\n", {"!gat key_too_long len=3008", kDone}},
+    {"gats " + std::string(3000, 'a'), {"rest=3005 discard=0"}},
     {"get\t" + std::string(3000, 'a'), {"!line_too_long close len=0", kDone}},
     {"ge" + std::string(3000, 'a'), {"!line_too_long close len=0", kDone}},
     {"mg " + std::string(3000, 'a'), {"!line_too_long close len=0", kDone}},
