@@ -150,9 +150,11 @@ bool BackendConnection::mustWait(PendingRequest& r) {
 
 // Stops reading this connection until the client being streamed to has room. Other clients'
 // requests behind it wait meanwhile, so that wait is bounded: the client is closed (its reply is
-// then dropped) once it has held the connection paused for RequestOwner::stallLimitMs() in all
-// while another client's request waits behind it, however slowly it reads, or once it reads
-// nothing for that long.
+// then dropped) once it reads nothing for RequestOwner::stallLimitMs(), or once it has held the
+// connection paused for that long in all while another client's request waits behind it and it
+// drained less than kMinDrainBytesPerSec over those pauses. A client that reads fast (a large
+// multi-get read at loopback speed pauses the connection most of the time, since memcached writes
+// faster than most clients read) keeps its reply: the others wait for the transfer, not for it.
 void BackendConnection::pause() {
   paused_ = true;
   tcp_->enableReading(false);
@@ -160,9 +162,12 @@ void BackendConnection::pause() {
   pause_progress_ns_ = now;
   pause_started_ns_ = now;
   pause_output_ = UINT64_MAX;
-  if (paused_for_ != inflight_.front().req) {
-    paused_for_ = inflight_.front().req;
+  const PendingRequest* head = inflight_.front().req;
+  pause_start_output_ = head->session != nullptr ? head->session->outputSize() : 0;
+  if (paused_for_ != head) {
+    paused_for_ = head;
     paused_for_total_ns_ = 0;
+    paused_for_drained_ = 0;
   }
   if (!resume_timer_) {
     resume_timer_ = std::make_unique<net::Timer>(server_.worker().loop(), [this] { checkPaused(); });
@@ -178,20 +183,24 @@ void BackendConnection::checkPaused() {
   PendingRequest* r = inflight_.front().req;
   RequestOwner* s = r->session;
   const uint64_t now = common::monotonicNs();
+  const uint64_t out = s != nullptr ? s->outputSize() : 0;
+  const uint64_t drained = paused_for_drained_ + (pause_start_output_ > out ? pause_start_output_ - out : 0);
+  const uint64_t paused_ns = paused_for_total_ns_ + (now - pause_started_ns_);
   if (s == nullptr || !s->outputFull()) {
-    paused_for_total_ns_ += now - pause_started_ns_;
+    paused_for_total_ns_ = paused_ns;
+    paused_for_drained_ = drained;
     resume();
     return;
   }
   const uint64_t limit = uint64_t{s->stallLimitMs()} * 1000000;
-  const uint64_t out = s->outputSize();
   if (out < pause_output_) {
     pause_output_ = out;
     pause_progress_ns_ = now;
   }
   const bool stuck = now - pause_progress_ns_ >= limit;
-  const bool hogging = paused_for_total_ns_ + (now - pause_started_ns_) >= limit &&
-                       othersWaitBehind(s);
+  const bool slow = static_cast<double>(drained) <
+                    static_cast<double>(kMinDrainBytesPerSec) * static_cast<double>(paused_ns) / 1e9;
+  const bool hogging = paused_ns >= limit && slow && othersWaitBehind(s);
   if (stuck || hogging) {
     s->closeSlowReader();
     resume();

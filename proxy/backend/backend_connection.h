@@ -113,9 +113,14 @@ class BackendConnection : public net::ConnectionHandler {
   uint64_t pause_progress_ns_ = 0;  // when the client's output last shrank
   uint64_t pause_output_ = 0;       // its size then
   uint64_t pause_started_ns_ = 0;   // this pause
-  // The request the connection paused for, and how long it did in earlier pauses.
+  uint64_t pause_start_output_ = 0; // the client's unsent output when this pause began
+  // The request the connection paused for, how long it did in earlier pauses and how many bytes
+  // its client drained during them.
   const PendingRequest* paused_for_ = nullptr;
   uint64_t paused_for_total_ns_ = 0;
+  uint64_t paused_for_drained_ = 0;
+  // Below this rate over its pauses, a client holding the connection while others wait is closed.
+  static constexpr uint64_t kMinDrainBytesPerSec = 8 * 1024 * 1024;
   std::unique_ptr<net::Timer> resume_timer_;
   static constexpr uint64_t kPausePollMs = 2;
   uint32_t hits_in_reply_ = 0;  // VALUE units seen for the head retrieval
