@@ -1,6 +1,5 @@
 // The config loader: examples load, defaults are twemproxy's, and every validation error is
 // reported, all at once, as FILE:LINE:COL: context: message.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include "config/config.h"
 
 #include <doctest/doctest.h>

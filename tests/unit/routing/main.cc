@@ -1,3 +1,0 @@
-// doctest's main() for unit_routing.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
-#include <doctest/doctest.h>
