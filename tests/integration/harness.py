@@ -290,8 +290,9 @@ class Mcring:
     """mcring running one pool whose servers are given as YAML server lines."""
 
     def __init__(self, servers, tmpdir, hash="fnv1a_64", distribution="ketama", timeout_ms=1000,
-                 extra=None, args=(), pool="alpha", config_path=None):
+                 extra=None, args=(), pool="alpha", config_path=None, nofile=None):
         self.tmpdir = tmpdir
+        self.nofile = nofile  # RLIMIT_NOFILE (soft and hard) for the process, None: inherited
         self.pool = pool
         self.servers = servers
         self.hash, self.distribution, self.timeout_ms, self.extra = hash, distribution, timeout_ms, extra
@@ -325,7 +326,7 @@ class Mcring:
             proc = _track(subprocess.Popen(cmd + self.args,
                                            stdin=subprocess.DEVNULL, stdout=self._log,
                                            stderr=subprocess.STDOUT, cwd=self.tmpdir,
-                                           preexec_fn=_die_with_parent))
+                                           preexec_fn=self._preexec))
             deadline = time.monotonic() + 10.0
             while time.monotonic() < deadline and proc.poll() is None:
                 if port_accepts(port):
@@ -338,6 +339,12 @@ class Mcring:
             stop_process(proc, signal.SIGKILL, 1.0)
             self._log.close()
         raise RuntimeError("mcring did not start listening; log:\n" + self.log_tail())
+
+    def _preexec(self):
+        _die_with_parent()
+        if self.nofile is not None:
+            import resource
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     @property
     def pid(self):
