@@ -3,7 +3,7 @@
 # user with only the runtime libraries.
 #
 #   docker build -t mcring:0.1.0 .
-#   openssl rand -hex 32 > admin-token && chmod 0440 admin-token   # the admin port's token
+#   openssl rand -hex 32 | sudo install -m 0400 -o 10001 -g 10001 /dev/stdin admin-token
 #   docker run --rm -p 22122:22122 -v "$PWD/myconf:/etc/mcring:ro" \
 #     -v "$PWD/admin-token:/run/secrets/mcring-admin-token:ro" mcring:0.1.0
 #

@@ -777,8 +777,9 @@ def admin_http(port, method="GET", path="/stats", timeout=5.0):
     """One HTTP/1.0-style request to mcring's admin endpoint: (status, body bytes)."""
     with socket.create_connection((HOST, port), timeout=timeout) as s:
         s.settimeout(timeout)
-        s.sendall(("%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-                   % (method, path, HOST)).encode())
+        # Host with the port, as HTTP clients send it: POST /reload refuses another Host.
+        s.sendall(("%s %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+                   % (method, path, HOST, port)).encode())
         data = b""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
