@@ -3,7 +3,9 @@
 # user with only the runtime libraries.
 #
 #   docker build -t mcring:0.1.0 .
-#   docker run --rm -p 22122:22122 -v "$PWD/myconf:/etc/mcring:ro" mcring:0.1.0
+#   openssl rand -hex 32 | sudo install -m 0400 -o 10001 -g 10001 /dev/stdin admin-token
+#   docker run --rm -p 22122:22122 -v "$PWD/myconf:/etc/mcring:ro" \
+#     -v "$PWD/admin-token:/run/secrets/mcring-admin-token:ro" mcring:0.1.0
 #
 # packaging/tests/dockerfile_check.sh (ctest packaging_dockerfile_check) checks this file without
 # a Docker engine: the runtime libraries cover `ldd mcring`, and every COPY source exists.
@@ -41,4 +43,6 @@ STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
   CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/22222 && printf 'GET /healthz HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && head -n1 <&3 | grep -q ' 200 '"]
 ENTRYPOINT ["/usr/bin/mcring"]
-CMD ["-c", "/etc/mcring/mcring.yml", "-a", "0.0.0.0"]
+# The admin port listens on every interface of the container, so POST /reload needs a token
+# there: mcring refuses to start without the file (a Docker/Compose secret, or a bind mount).
+CMD ["-c", "/etc/mcring/mcring.yml", "-a", "0.0.0.0", "--admin-token-file", "/run/secrets/mcring-admin-token"]

@@ -42,6 +42,11 @@ void usage(FILE* out) {
                "  -s, --stats-port PORT   admin HTTP port: /metrics /stats /healthz, POST /reload\n"
                "                          (default: 22222; 0 disables)\n"
                "  -a, --stats-addr ADDR   admin/stats HTTP address (default: 127.0.0.1)\n"
+               "      --admin-token-file FILE  POST /reload then needs 'Authorization: Bearer\n"
+               "                          <token>' (the file's one word); required when ADDR\n"
+               "                          is not loopback\n"
+               "      --admin-allowed-hosts NAME[,NAME...]  Host names POST /reload may use\n"
+               "                          besides the admin address (name or name:port)\n"
                "      --threads N         worker threads (default: half the cores, at least 1)\n"
                "      --shutdown-grace MS time to finish in-flight requests on SIGTERM\n"
                "                          (default: 10000)\n"
@@ -110,6 +115,8 @@ int main(int argc, char** argv) {
                                     {"threads", required_argument, nullptr, 'T'},
                                     {"shutdown-grace", required_argument, nullptr, 'G'},
                                     {"backend-stats-interval", required_argument, nullptr, 'B'},
+                                    {"admin-token-file", required_argument, nullptr, 'K'},
+                                    {"admin-allowed-hosts", required_argument, nullptr, 'H'},
                                     {"version", no_argument, nullptr, 'V'},
                                     {"help", no_argument, nullptr, 'h'},
                                     {nullptr, 0, nullptr, 0}};
@@ -138,6 +145,26 @@ int main(int argc, char** argv) {
       case 'a':
         options.admin_address = optarg;
         break;
+      case 'K':
+        options.admin_token_file = optarg;
+        break;
+      case 'H': {
+        std::string list = optarg;
+        size_t start = 0;
+        while (start <= list.size()) {
+          size_t comma = list.find(',', start);
+          std::string name = list.substr(start, comma == std::string::npos ? std::string::npos
+                                                                           : comma - start);
+          if (!name.empty()) {
+            options.admin_allowed_hosts.push_back(name);
+          }
+          if (comma == std::string::npos) {
+            break;
+          }
+          start = comma + 1;
+        }
+        break;
+      }
       case 'T':
         options.threads = std::atoi(optarg);
         break;

@@ -7,7 +7,9 @@
 #      every COPY --from=STAGE names an earlier stage, and the path it copies is what that stage's
 #      `DESTDIR=... cmake --install ... --component ...` produces (replayed here on BUILD_DIR);
 #   3. the runtime stage runs as a non-root user, exposes 22122 and 22222, stops with SIGTERM,
-#      has a HEALTHCHECK without curl/wget, and its default config passes `mcring -t`;
+#      has a HEALTHCHECK without curl/wget, and its default config passes `mcring -t`; a CMD that
+#      binds the admin port beyond loopback also gives --admin-token-file (or mcring would refuse
+#      to start);
 #   4. the HEALTHCHECK command, pointed at a mcring started here on free loopback ports, succeeds
 #      (skipped with a note when the binary serves no admin endpoint).
 #
@@ -243,6 +245,18 @@ done
 [ "$(instr "$runtime" STOPSIGNAL | tail -n1)" = SIGTERM ] && ok "STOPSIGNAL SIGTERM" || fail "STOPSIGNAL is not SIGTERM"
 entry=$(instr "$runtime" ENTRYPOINT | tail -n1)
 [[ $entry == *'"/usr/bin/mcring"'* ]] && ok "ENTRYPOINT $entry" || fail "ENTRYPOINT is not /usr/bin/mcring: $entry"
+# An admin address beyond loopback in the default arguments needs the token (mcring refuses to
+# start otherwise, so an image without it would never come up).
+cmd=$(instr "$runtime" CMD | tail -n1)
+admin_addr=127.0.0.1
+if [[ $cmd =~ \"-a\",[[:space:]]*\"([^\"]*)\" ]]; then admin_addr=${BASH_REMATCH[1]}; fi
+if [[ $admin_addr =~ ^(127\.|localhost$|::1$|\[::1\]$) ]]; then
+  ok "CMD keeps the admin port on loopback: $cmd"
+elif [[ $cmd == *'"--admin-token-file"'* ]]; then
+  ok "CMD binds the admin port to $admin_addr with --admin-token-file"
+else
+  fail "CMD binds the admin port to $admin_addr (not loopback) without --admin-token-file: $cmd"
+fi
 health=$(instr "$runtime" HEALTHCHECK | tail -n1)
 if [ -z "$health" ]; then
   fail "no HEALTHCHECK"

@@ -2,7 +2,10 @@
 # Checks packaging/kubernetes/*.yaml without a cluster: the manifests parse (python3-yaml), the
 # ConfigMap's mcring.yml passes `mcring -t`, and the pieces agree with each other (the ConfigMap
 # is mounted as a directory at /etc/mcring, not via subPath; probes hit /healthz on the admin
-# port; the pool's listen port is the container port the Service targets; non-root).
+# port; the pool's listen port is the container port the Service targets; non-root; the admin
+# token comes from a mounted Secret; the NetworkPolicy and the PodDisruptionBudget select the
+# Deployment's pods, the policy admits only some clients to the admin port, the budget leaves
+# replicas serving).
 # Skips (prints "SKIP: reason", exits 0) without python3 and its yaml module.
 #
 #   packaging/tests/kubernetes_check.sh MCRING_BINARY
@@ -37,7 +40,7 @@ def check(cond, msg):
     if not cond:
         problems.append(msg)
 
-for kind in ("ConfigMap", "Deployment", "Service"):
+for kind in ("ConfigMap", "Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget"):
     check(kind in docs, f"a {kind} is defined")
 if problems:
     sys.exit(1)
@@ -81,6 +84,43 @@ check(svc["spec"]["selector"].items() <= dep["spec"]["template"]["metadata"]["la
 for sp in svc["spec"]["ports"]:
     tp = sp.get("targetPort", sp["port"])
     check(ports.get(tp, tp) in listen_ports, f"Service port {sp['port']} -> {tp} reaches a pool")
+
+# The admin port listens beyond loopback, so mcring needs its token: from a Secret volume.
+check("--admin-token-file" in args, "args give --admin-token-file (required with -a 0.0.0.0)")
+if "--admin-token-file" in args:
+    token_path = args[args.index("--admin-token-file") + 1]
+    secret_mounts = [m for m in c.get("volumeMounts", []) if "secret" in vols.get(m["name"], {})]
+    holder = [m for m in secret_mounts if token_path.startswith(m["mountPath"].rstrip("/") + "/")]
+    check(len(holder) == 1, f"the token file {token_path} is in a mounted Secret volume")
+    if holder:
+        sec = vols[holder[0]["name"]]["secret"]
+        check("subPath" not in holder[0], "the Secret is mounted as a directory (rotation reaches the pod)")
+        check(not sec.get("optional", False), "the Secret is not optional (no start without a token)")
+        mode = sec.get("defaultMode", 0o644)
+        check(mode & 0o007 == 0, f"the token is not readable by other users (mode {mode:o})")
+        check(sc.get("fsGroup") is not None or mode & 0o004, "fsGroup lets mcring read the group-readable token")
+
+labels = dep["spec"]["template"]["metadata"]["labels"]
+np, pdb = docs["NetworkPolicy"], docs["PodDisruptionBudget"]
+check(np["spec"]["podSelector"].get("matchLabels", {}).items() <= labels.items(), "NetworkPolicy selects the Deployment's pods")
+check("Ingress" in np["spec"].get("policyTypes", []), "NetworkPolicy restricts ingress")
+def rule_ports(rule):
+    return {ports.get(p.get("port"), p.get("port")) for p in rule.get("ports", [])}
+admin_rules = [r for r in np["spec"].get("ingress", []) if admin in rule_ports(r) or not r.get("ports")]
+check(bool(admin_rules), "NetworkPolicy admits someone to the admin port (Prometheus)")
+def selective(peer):  # a labelled set of pods, or of namespaces; never "every pod"
+    return bool(peer.get("podSelector", {}).get("matchLabels") or peer.get("namespaceSelector"))
+check(all(r.get("from") and all(selective(f) for f in r["from"]) for r in admin_rules),
+      "the admin port is open only to selected pods/namespaces, not to all")
+check(any(listen_ports & rule_ports(r) for r in np["spec"].get("ingress", [])), "NetworkPolicy admits clients to the pool port")
+check(pdb["spec"]["selector"].get("matchLabels", {}).items() <= labels.items(), "PodDisruptionBudget selects the Deployment's pods")
+replicas = dep["spec"].get("replicas", 1)
+if "maxUnavailable" in pdb["spec"]:
+    mu = pdb["spec"]["maxUnavailable"]
+    check(isinstance(mu, int) and 1 <= mu < replicas, f"PodDisruptionBudget maxUnavailable {mu} of {replicas} replicas")
+else:
+    ma = pdb["spec"].get("minAvailable")
+    check(isinstance(ma, int) and 1 <= ma < replicas, f"PodDisruptionBudget minAvailable {ma} of {replicas} replicas (drains still possible)")
 sys.exit(1 if problems else 0)
 EOF
 

@@ -4,23 +4,49 @@
 #include "mcring_version.h"
 #include "proxy/admin/membership_monitor.h"
 #include "proxy/common/json.h"
+#include "proxy/common/log.h"
 
 namespace mcring::core {
 
+bool AdminEndpoint::configure(AdminAccessOptions access, std::string* error) {
+  return access_.init(std::move(access), error);
+}
+
 bool AdminEndpoint::open(net::EventLoop& loop, const std::string& address, uint16_t port,
                          std::string* error) {
+  net::HttpLimits limits;
+  limits.max_connections = kMaxConnections;
+  limits.request_timeout_ms = kRequestTimeoutMs;
+  limits.reply_timeout_ms = kReplyTimeoutMs;
+  net::HttpServerEvents events;
+  events.connection_shed = [this] { counters_.countAdminConnectionShed(); };
+  events.connection_timed_out = [this] { counters_.countAdminRequestTimeout(); };
+  events.accept_error = [this](int) { counters_.countAcceptError(); };
   server_ = net::HttpServer::open(
-      loop, address, port,
-      [this](const std::string& method, const std::string& path) { return handle(method, path); },
-      error);
+      loop, address, port, [this](const net::HttpRequest& request) { return handle(request); },
+      error, limits, std::move(events));
   return server_ != nullptr;
 }
 
-net::HttpResponse AdminEndpoint::handle(const std::string& method, const std::string& path) {
+net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
+  const std::string& method = request.method;
+  const std::string& path = request.path;
   net::HttpResponse r;
   if (path == "/reload") {
     if (method != "POST") {
-      return {405, "text/plain; charset=utf-8", "use POST /reload\n"};
+      return {405, "text/plain; charset=utf-8", "use POST /reload\n", {}};
+    }
+    AdminAccess::Verdict verdict = access_.checkMutation(request);
+    if (verdict.status != 0) {
+      counters_.countAdminRequestRefused();
+      MCRING_LOG_LIMITED(Info, "admin refused", "admin: POST %s from %s refused (%d): %s",
+                         path.c_str(), request.peer.c_str(), verdict.status,
+                         verdict.message.c_str());
+      net::HttpResponse refused{verdict.status, "text/plain; charset=utf-8", verdict.message, {}};
+      if (verdict.status == 401) {
+        refused.headers.emplace_back("WWW-Authenticate", "Bearer realm=\"mcring admin\"");
+      }
+      return refused;
     }
     proxy_.reload("admin");
     auto recent = proxy_.reloads().recent();
@@ -32,11 +58,11 @@ net::HttpResponse AdminEndpoint::handle(const std::string& method, const std::st
     return r;
   }
   if (method != "GET" && method != "HEAD") {
-    return {405, "text/plain; charset=utf-8", "method not allowed\n"};
+    return {405, "text/plain; charset=utf-8", "method not allowed\n", {}};
   }
   if (path == "/healthz") {
     if (proxy_.stopping()) {
-      return {503, "text/plain; charset=utf-8", "stopping\n"};
+      return {503, "text/plain; charset=utf-8", "stopping\n", {}};
     }
     r.body = "ok\n";
   } else if (path == "/metrics") {
@@ -53,7 +79,7 @@ net::HttpResponse AdminEndpoint::handle(const std::string& method, const std::st
     r.body = eventsJson();
   } else {
     return {404, "text/plain; charset=utf-8",
-            "not found; try /healthz /metrics /stats /reloads, POST /reload\n"};
+            "not found; try /healthz /metrics /stats /reloads /events, POST /reload\n", {}};
   }
   return r;
 }
@@ -80,6 +106,19 @@ std::string AdminEndpoint::metrics() const {
   metric("mcring_rejected_connections_total", "counter",
          "client connections turned away by a pool's client_connections limit",
          std::to_string(rep.rejectedConnections()));
+  metric("mcring_accept_errors_total", "counter",
+         "accept() failures on client and admin listeners (e.g. out of file descriptors); each "
+         "pauses the listener 100 ms, doubling to 1 s",
+         std::to_string(rep.acceptErrors()));
+  metric("mcring_admin_connections_shed_total", "counter",
+         "admin connections closed to stay within the admin connection cap",
+         std::to_string(rep.adminConnectionsShed()));
+  metric("mcring_admin_request_timeouts_total", "counter",
+         "admin connections closed by the whole-request or reply deadline",
+         std::to_string(rep.adminRequestTimeouts()));
+  metric("mcring_admin_requests_refused_total", "counter",
+         "mutating admin requests refused (Host, Origin or token)",
+         std::to_string(rep.adminRequestsRefused()));
   metric("mcring_uptime_seconds", "gauge", "seconds since the proxy started",
          std::to_string(rep.uptime()));
   metric("mcring_config_generation", "gauge", "generation of the configuration in force",

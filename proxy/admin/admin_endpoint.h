@@ -1,11 +1,13 @@
-// The admin HTTP endpoint: /healthz, /metrics (Prometheus), /stats and /reloads (JSON),
-// POST /reload. Runs on the main thread's loop; changes nothing but a reload.
+// The admin HTTP endpoint: /healthz, /metrics (Prometheus), /stats, /reloads and /events (JSON),
+// POST /reload. Runs on the main thread's loop; changes nothing but a reload, which AdminAccess
+// guards (Host, Origin, token). Connections are capped and deadlined by net::HttpServer.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "proxy/admin/admin_access.h"
 #include "proxy/admin/reload_history.h"
 #include "proxy/admin/stats_reporter.h"
 #include "proxy/net/http_server.h"
@@ -27,11 +29,21 @@ class AdminSource {
 
 class AdminEndpoint {
  public:
-  explicit AdminEndpoint(AdminSource& proxy) : proxy_(proxy) {}
+  // Concurrent admin connections, and the whole-request deadline: a scraper or a probe sends its
+  // request at once; these bound what clients that do not can hold.
+  static constexpr size_t kMaxConnections = 64;
+  static constexpr uint32_t kRequestTimeoutMs = 5000;
+  static constexpr uint32_t kReplyTimeoutMs = 10000;
+
+  // counters: where refused requests, shed and timed-out connections and accept errors count.
+  AdminEndpoint(AdminSource& proxy, StatsReporter& counters)
+      : proxy_(proxy), counters_(counters) {}
+  // Reads the token and checks the address rule (AdminAccess::init); before open().
+  bool configure(AdminAccessOptions access, std::string* error);
   bool open(net::EventLoop& loop, const std::string& address, uint16_t port, std::string* error);
 
  private:
-  net::HttpResponse handle(const std::string& method, const std::string& path);
+  net::HttpResponse handle(const net::HttpRequest& request);
   std::string metrics() const;
   std::string statsJson() const;
   std::string reloadsJson() const;
@@ -39,6 +51,8 @@ class AdminEndpoint {
   void backendMetrics(std::string* out) const;
 
   AdminSource& proxy_;
+  StatsReporter& counters_;
+  AdminAccess access_;
   std::unique_ptr<net::HttpServer> server_;
 };
 

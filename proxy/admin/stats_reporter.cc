@@ -70,6 +70,10 @@ bool StatsReporter::render(std::string_view args, std::string* out) const {
   MCRING_WORKER_COUNTERS(MCRING_X)
 #undef MCRING_X
   stat("rejected_connections", std::to_string(rejectedConnections()));
+  stat("accept_errors", std::to_string(acceptErrors()));
+  stat("admin_connections_shed", std::to_string(adminConnectionsShed()));
+  stat("admin_request_timeouts", std::to_string(adminRequestTimeouts()));
+  stat("admin_requests_refused", std::to_string(adminRequestsRefused()));
   stat("config_generation", std::to_string(generation_.load(std::memory_order_relaxed)));
   if (reloads_ != nullptr) {
     stat("reloads", std::to_string(reloads_->attempts()));

@@ -44,6 +44,16 @@ class StatsReporter final : public stats::StatsRenderer {
   // Connections turned away by a pool's client_connections limit (counted on the main thread).
   void countRejectedConnection() { rejected_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t rejectedConnections() const { return rejected_.load(std::memory_order_relaxed); }
+  // Counted on the main thread: accept() failures of any listener (each pauses it), admin
+  // connections closed by the connection cap or by a deadline, mutating admin requests refused.
+  void countAcceptError() { accept_errors_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t acceptErrors() const { return accept_errors_.load(std::memory_order_relaxed); }
+  void countAdminConnectionShed() { admin_shed_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t adminConnectionsShed() const { return admin_shed_.load(std::memory_order_relaxed); }
+  void countAdminRequestTimeout() { admin_timeouts_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t adminRequestTimeouts() const { return admin_timeouts_.load(std::memory_order_relaxed); }
+  void countAdminRequestRefused() { admin_refused_.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t adminRequestsRefused() const { return admin_refused_.load(std::memory_order_relaxed); }
 
   // Writes the reply to `stats <args>` into *out ("STAT ...\r\n"... "END\r\n"). Returns false
   // (and an ERROR reply) for arguments it does not know, as memcached does.
@@ -70,6 +80,10 @@ class StatsReporter final : public stats::StatsRenderer {
   const ReloadHistory* reloads_ = nullptr;
   std::atomic<uint64_t> generation_{0};
   std::atomic<uint64_t> rejected_{0};
+  std::atomic<uint64_t> accept_errors_{0};
+  std::atomic<uint64_t> admin_shed_{0};
+  std::atomic<uint64_t> admin_timeouts_{0};
+  std::atomic<uint64_t> admin_refused_{0};
 };
 
 }  // namespace mcring::core

@@ -1,4 +1,5 @@
-// Logger implementation: one mutex per line; logging is never on the request path.
+// Logger implementation: one mutex per line; logging is never on the request path. The rate
+// limit of logWriteLimited counts under the same mutex.
 #include "proxy/common/log.h"
 
 #include <sys/time.h>
@@ -6,7 +7,9 @@
 
 #include <atomic>
 #include <cstdarg>
+#include <cstdint>
 #include <ctime>
+#include <map>
 #include <mutex>
 
 namespace mcring::common {
@@ -50,23 +53,98 @@ bool logEnabled(LogLevel level) {
   return static_cast<int>(level) <= g_verbosity.load(std::memory_order_relaxed);
 }
 
-void logWrite(LogLevel level, const char* fmt, ...) {
+namespace {
+
+// One line, with g_mutex held.
+void writeLineLocked(LogLevel level, const char* fmt, va_list ap) {
   timeval tv;
   gettimeofday(&tv, nullptr);
   tm t;
   localtime_r(&tv.tv_sec, &t);
   char stamp[64];
   std::strftime(stamp, sizeof(stamp), "%Y-%m-%d %H:%M:%S", &t);
-  std::lock_guard<std::mutex> lock(g_mutex);
   FILE* out = g_out != nullptr ? g_out : stderr;
   std::fprintf(out, "[%s.%03ld] %-6s ", stamp, static_cast<long>(tv.tv_usec / 1000),
                kLevelNames[static_cast<int>(level)]);
-  va_list ap;
-  va_start(ap, fmt);
   std::vfprintf(out, fmt, ap);
-  va_end(ap);
   std::fputc('\n', out);
   std::fflush(out);
+}
+
+void writeLocked(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+void writeLocked(LogLevel level, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  writeLineLocked(level, fmt, ap);
+  va_end(ap);
+}
+
+// Per class: the second being counted, lines written in it, lines suppressed since the last
+// report. A handful of classes, all constant names, so the map stays small.
+struct LimitState {
+  int64_t second = 0;
+  int written = 0;
+  uint64_t suppressed = 0;
+  LogLevel level = LogLevel::Warn;
+};
+std::map<std::string, LimitState>& limits() {
+  static std::map<std::string, LimitState> m;
+  return m;
+}
+
+int64_t monotonicSecond() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec;
+}
+
+void reportSuppressedLocked(const std::string& cls, LimitState& st) {
+  if (st.suppressed > 0) {
+    writeLocked(st.level, "%s: %llu similar lines suppressed (at most %d a second)", cls.c_str(),
+                static_cast<unsigned long long>(st.suppressed), kLogLinesPerSecond);
+    st.suppressed = 0;
+  }
+}
+
+}  // namespace
+
+void logWrite(LogLevel level, const char* fmt, ...) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  va_list ap;
+  va_start(ap, fmt);
+  writeLineLocked(level, fmt, ap);
+  va_end(ap);
+}
+
+void logWriteLimited(const char* cls, LogLevel level, const char* fmt, ...) {
+  const int64_t now = monotonicSecond();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  LimitState& st = limits()[cls];
+  if (st.second != now) {
+    reportSuppressedLocked(cls, st);
+    st.second = now;
+    st.written = 0;
+  }
+  if (st.written >= kLogLinesPerSecond) {
+    ++st.suppressed;
+    st.level = level;
+    return;
+  }
+  ++st.written;
+  va_list ap;
+  va_start(ap, fmt);
+  writeLineLocked(level, fmt, ap);
+  va_end(ap);
+}
+
+void logFlushSuppressed() {
+  const int64_t now = monotonicSecond();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (auto& [cls, st] : limits()) {
+    if (st.second != now) {
+      reportSuppressedLocked(cls, st);
+    }
+  }
 }
 
 }  // namespace mcring::common

@@ -14,6 +14,17 @@ void logWrite(LogLevel level, const char* fmt, ...) __attribute__((format(printf
 // Reopens the log file (after rotation).
 void logReopen();
 
+// Lines that a fault can repeat without end (accept failures, libevent's own messages) go through
+// a rate limit, so that a flood of one kind cannot fill the disk or bury every other line: at
+// most kLogLinesPerSecond lines a second per class (`cls`, a short constant name), the rest
+// counted and reported as one "suppressed" line of that class when its next second starts or at
+// the next logFlushSuppressed().
+inline constexpr int kLogLinesPerSecond = 5;
+void logWriteLimited(const char* cls, LogLevel level, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+// Writes the "suppressed" line of every class whose second is over (call about once a second).
+void logFlushSuppressed();
+
 }  // namespace mcring::common
 
 #define MCRING_LOG(level, ...)                                          \
@@ -21,4 +32,11 @@ void logReopen();
     if (::mcring::common::logEnabled(::mcring::common::LogLevel::level)) { \
       ::mcring::common::logWrite(::mcring::common::LogLevel::level, __VA_ARGS__); \
     }                                                                   \
+  } while (0)
+
+#define MCRING_LOG_LIMITED(level, cls, ...)                                  \
+  do {                                                                       \
+    if (::mcring::common::logEnabled(::mcring::common::LogLevel::level)) {   \
+      ::mcring::common::logWriteLimited(cls, ::mcring::common::LogLevel::level, __VA_ARGS__); \
+    }                                                                        \
   } while (0)

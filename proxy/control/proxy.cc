@@ -35,6 +35,24 @@ Proxy::~Proxy() {
 }
 
 bool Proxy::start() {
+  // The admin endpoint's access rules first: a non-loopback admin address without a token, or
+  // an unusable token file, must stop the start before anything listens.
+  if (options_.admin_port != 0) {
+    admin_ = std::make_unique<AdminEndpoint>(*this, reporter_);
+    AdminAccessOptions access;
+    access.address = options_.admin_address;
+    access.port = options_.admin_port;
+    access.token_file = options_.admin_token_file;
+    access.allowed_hosts = options_.admin_allowed_hosts;
+    std::string error;
+    if (!admin_->configure(std::move(access), &error)) {
+      MCRING_LOG(Error, "admin endpoint: %s", error.c_str());
+      admin_.reset();
+      return false;
+    }
+  }
+  log_flush_ = std::make_unique<net::Timer>(loop_, [] { common::logFlushSuppressed(); });
+  log_flush_->start(1000, /*periodic=*/true);
   // Watch before reading: a change made while starting (between the read and a later watch)
   // would otherwise go unnoticed until the next one. Its events wait in the inotify queue.
   bool watching = false;
@@ -93,8 +111,7 @@ bool Proxy::start() {
   signals_.push_back(std::make_unique<net::SignalWatcher>(loop_, SIGINT, [this] { shutdown(); }));
   signals_.push_back(
       std::make_unique<net::SignalWatcher>(loop_, SIGHUP, [this] { reload("signal"); }));
-  if (options_.admin_port != 0) {
-    admin_ = std::make_unique<AdminEndpoint>(*this);
+  if (admin_) {
     std::string error;
     if (!admin_->open(loop_, options_.admin_address, options_.admin_port, &error)) {
       admin_.reset();
@@ -104,8 +121,11 @@ bool Proxy::start() {
       }
       MCRING_LOG(Warn, "admin endpoint disabled: %s", error.c_str());
     } else {
-      MCRING_LOG(Notice, "admin endpoint on http://%s:%u/ (/metrics /stats /healthz)",
-                 options_.admin_address.c_str(), options_.admin_port);
+      MCRING_LOG(Notice, "admin endpoint on http://%s:%u/ (/metrics /stats /healthz; "
+                 "POST /reload %s)",
+                 options_.admin_address.c_str(), options_.admin_port,
+                 options_.admin_token_file.empty() ? "without a token (loopback)"
+                                                   : "with the token");
     }
   }
   if (watching) {
@@ -145,6 +165,9 @@ bool Proxy::syncListeners(const config::Topology& topology) {
     auto listener = net::Listener::open(
         loop_, pool->listen_address, pool->config.backlog, pool->config.reuseport,
         pool->config.listen.unix_mode, [this, name](int fd) { onAccept(name, fd); }, &error);
+    if (listener) {
+      listener->setAcceptErrorHandler([this](int) { reporter_.countAcceptError(); });
+    }
     if (!listener) {
       MCRING_LOG(Error, "pool '%s': %s", name.c_str(), error.c_str());
       // Put back what we moved so the old listeners keep serving.

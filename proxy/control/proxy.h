@@ -38,6 +38,11 @@ struct ProxyOptions {
   std::string admin_address = "127.0.0.1";
   uint16_t admin_port = 22222;
   bool admin_port_explicit = false;
+  // A file holding the token that mutating admin requests must carry (Authorization: Bearer);
+  // required when admin_address is not loopback. "" = none.
+  std::string admin_token_file;
+  // Further Host names mutating admin requests may use ("name" or "name:port").
+  std::vector<std::string> admin_allowed_hosts;
   uint32_t backend_stats_interval_s = 10;  // how often backends' own `stats` are read; 0: never
 };
 
@@ -112,6 +117,7 @@ class Proxy final : public AdminSource {
   bool stopping_ = false;
   std::vector<std::unique_ptr<net::SignalWatcher>> signals_;
   std::unique_ptr<net::Timer> exit_timer_;
+  std::unique_ptr<net::Timer> log_flush_;  // reports rate-limited log lines once a second
 };
 
 }  // namespace mcring::core

@@ -12,11 +12,13 @@
 #include <cstring>
 
 #include "proxy/net/chunk_pool.h"
+#include "proxy/net/libevent_log.h"
 #include "proxy/net/tcp_connection.h"
 
 namespace mcring::net {
 
 void initThreading() {
+  routeLibeventLog();
   installChunkPool();
   evthread_use_pthreads();
 }

@@ -86,7 +86,8 @@ class SignalWatcher {
 // Enables libevent's locking (the event bases themselves run without locks, see EventLoop); call
 // once, before creating loops used from several threads.
 // The allocator under libevent's buffer pool (chunk_pool.h), e.g. a counting one in tests. Only
-// before anything else of net is used. initThreading() installs the pool over malloc otherwise.
+// before anything else of net is used. initThreading() installs the pool over malloc otherwise,
+// and routes libevent's own log messages to common's logger (libevent_log.h).
 void setAllocator(void* (*malloc_fn)(size_t), void* (*realloc_fn)(void*, size_t),
                   void (*free_fn)(void*));
 void initThreading();

@@ -502,6 +502,7 @@ bool TcpConnection::writeOutput(Guard& g, bool after_connect) {
 }
 
 Listener::~Listener() {
+  backoff_.reset();  // its timer must not re-enable a freed listener
   if (listener_ != nullptr) {
     evconnlistener_free(listener_);
   }
@@ -528,7 +529,9 @@ std::unique_ptr<Listener> Listener::open(EventLoop& loop, const common::SocketAd
   l->listener_ = evconnlistener_new_bind(
       loop.raw(),
       [](evconnlistener*, evutil_socket_t fd, sockaddr*, int, void* arg) {
-        static_cast<Listener*>(arg)->fn_(fd);
+        auto* self = static_cast<Listener*>(arg);
+        self->backoff_->accepted();
+        self->fn_(fd);
       },
       l.get(), flags, backlog, address.get(), static_cast<int>(address.length));
   if (l->listener_ == nullptr) {
@@ -541,14 +544,19 @@ std::unique_ptr<Listener> Listener::open(EventLoop& loop, const common::SocketAd
   if (address.isUnix() && unix_mode != 0) {
     ::chmod(l->unix_path_.c_str(), unix_mode);
   }
+  l->backoff_ = std::make_unique<AcceptBackoff>(loop, l->listener_, "listener " + address.toString());
   return l;
 }
 
+void Listener::setAcceptErrorHandler(std::function<void(int err)> fn) {
+  backoff_->setErrorHandler(std::move(fn));
+}
+
 void Listener::pause() {
-  evconnlistener_disable(listener_);
+  backoff_->pause();
 }
 void Listener::resume() {
-  evconnlistener_enable(listener_);
+  backoff_->resume();
 }
 
 }  // namespace mcring::net

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "proxy/common/socket_address.h"
+#include "proxy/net/accept_backoff.h"
 #include "proxy/net/buffer.h"
 #include "proxy/net/event_loop.h"
 
@@ -142,7 +143,9 @@ class TcpConnection {
   bool in_before_write_ = false;  // bytes added by onBeforeWrite are written by this write
 };
 
-// Accepts connections on one address and hands each socket to a callback (main thread).
+// Accepts connections on one address and hands each socket to a callback (main thread). A
+// failed accept (out of descriptors) pauses it for a while instead of retrying at once
+// (accept_backoff.h).
 class Listener {
  public:
   using AcceptFn = std::function<void(int fd)>;
@@ -150,12 +153,15 @@ class Listener {
   static std::unique_ptr<Listener> open(EventLoop& loop, const common::SocketAddress& address,
                                         int backlog, bool reuseport, uint32_t unix_mode,
                                         AcceptFn fn, std::string* error);
+  // Called with accept()'s errno for each failure (each one starts or lengthens a pause).
+  void setAcceptErrorHandler(std::function<void(int err)> fn);
   void pause();
   void resume();
 
  private:
   Listener() = default;
   evconnlistener* listener_ = nullptr;
+  std::unique_ptr<AcceptBackoff> backoff_;
   AcceptFn fn_;
   std::string unix_path_;
 };

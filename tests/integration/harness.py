@@ -290,8 +290,9 @@ class Mcring:
     """mcring running one pool whose servers are given as YAML server lines."""
 
     def __init__(self, servers, tmpdir, hash="fnv1a_64", distribution="ketama", timeout_ms=1000,
-                 extra=None, args=(), pool="alpha", config_path=None):
+                 extra=None, args=(), pool="alpha", config_path=None, nofile=None):
         self.tmpdir = tmpdir
+        self.nofile = nofile  # RLIMIT_NOFILE (soft and hard) for the process, None: inherited
         self.pool = pool
         self.servers = servers
         self.hash, self.distribution, self.timeout_ms, self.extra = hash, distribution, timeout_ms, extra
@@ -325,7 +326,7 @@ class Mcring:
             proc = _track(subprocess.Popen(cmd + self.args,
                                            stdin=subprocess.DEVNULL, stdout=self._log,
                                            stderr=subprocess.STDOUT, cwd=self.tmpdir,
-                                           preexec_fn=_die_with_parent))
+                                           preexec_fn=self._preexec))
             deadline = time.monotonic() + 10.0
             while time.monotonic() < deadline and proc.poll() is None:
                 if port_accepts(port):
@@ -338,6 +339,12 @@ class Mcring:
             stop_process(proc, signal.SIGKILL, 1.0)
             self._log.close()
         raise RuntimeError("mcring did not start listening; log:\n" + self.log_tail())
+
+    def _preexec(self):
+        _die_with_parent()
+        if self.nofile is not None:
+            import resource
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.nofile, self.nofile))
 
     @property
     def pid(self):
@@ -770,8 +777,9 @@ def admin_http(port, method="GET", path="/stats", timeout=5.0):
     """One HTTP/1.0-style request to mcring's admin endpoint: (status, body bytes)."""
     with socket.create_connection((HOST, port), timeout=timeout) as s:
         s.settimeout(timeout)
-        s.sendall(("%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-                   % (method, path, HOST)).encode())
+        # Host with the port, as HTTP clients send it: POST /reload refuses another Host.
+        s.sendall(("%s %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+                   % (method, path, HOST, port)).encode())
         data = b""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
