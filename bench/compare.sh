@@ -22,7 +22,7 @@
 #                       build from another work tree; the generator stays this tree's
 #   --bench PATH        the mcring-bench binary (default DIR/mcring-bench, or $MCRING_BENCH)
 #   --mcring-flags ARGS extra command-line flags for mcring, word-split (default none: mcring runs
-#                       with its defaults, e.g. --threads = number of cores)
+#                       with its defaults, e.g. --threads = half the cores)
 #   --mcring-threads N  shorthand for --mcring-flags "--threads N" (added to them)
 #   --mcring-key K=V    add `K: V` to mcring's pool (repeatable), e.g. coalesce_gets=false
 #   --mcring2-flags ARGS also run a second mcring ("mcring2": same pool and keys, these extra
@@ -70,9 +70,9 @@
 #                 later.
 #   cs-gets       memcslap --test=get --concurrency=50 --execute-number=N --tcp-nodelay: ops/s =
 #                 50 N / the time memcslap reports for its gets (its load of N keys excluded)
-# Workloads of memcaslap (memaslap, same package; not in the default: its keys start with 8 raw
-# bytes of 0x10-0x1f, which mcring refuses with CLIENT_ERROR, as README "Differences from
-# memcached" says, so against mcring every request fails; memcached and nutcracker take them):
+# Workloads of memcaslap (memaslap, same package; not in the default list, add them with
+# --workloads: its keys start with 8 raw bytes of 0x10-0x1f, which memcached, nutcracker and
+# mcring all take as key bytes):
 #   ms-mix        memcaslap -s HOST:PORT -F CFG -T 1 -c 50 -w 2k -t Ds -S Ds
 #                 CFG: 16-byte keys, values 32-100 B, set:get at --ratio. 50 connections on one
 #                 thread, one request in flight each; each connection gets random keys among the
