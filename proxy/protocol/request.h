@@ -37,7 +37,8 @@ struct Span {
   X(MetaFlagsTooLong, "CLIENT_ERROR options flags too long")                             \
   X(MetaGetFlagsTooLong, "CLIENT_ERROR options flags are too long")                      \
   X(MetaInvalidFlag, "CLIENT_ERROR invalid or duplicate flag")                           \
-  X(GatWithoutKeys, "END")
+  X(GatWithoutKeys, "END")                                                               \
+  X(BinaryProtocol, "")
 
 enum class RequestError : uint8_t {
 #define MCRING_X(id, text) id,
