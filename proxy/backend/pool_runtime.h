@@ -33,6 +33,16 @@ struct PoolRuntime {
 
   const config::PoolConfig& config() const { return topology->config; }
   uint32_t route(std::string_view key) const { return topology->router->route(key); }
+  // The server that holds `key` now, or null once a reload removed the pool (its server list is
+  // then empty and its servers are draining). For code that runs after a request was dispatched
+  // (a backend's reply to it): a reload may have happened in between.
+  BackendServer* currentServer(std::string_view key) const {
+    if (removed || by_index.empty()) {
+      return nullptr;
+    }
+    const uint32_t i = route(key);
+    return i < by_index.size() ? by_index[i] : nullptr;
+  }
 };
 
 }  // namespace mcring::core

@@ -321,8 +321,12 @@ void onWarmupReply(PendingRequest& r, uint32_t i, const protocol::Reply& rep, st
     stats::bump(c.get_hits);
   }
   if (r.session != nullptr) {
-    PoolRuntime& pool = r.session->pool();
-    BackendServer* to = pool.by_index[pool.route(keyOf(r, i))];
+    // Routed again now, not when the fetch was sent: a reload in between may have moved the key
+    // or removed the pool (then there is nowhere to copy it, and the value is only answered).
+    BackendServer* to = r.session->pool().currentServer(keyOf(r, i));
+    if (to == nullptr) {
+      return;
+    }
     stats::bump(to->stats().warmup_hits);  // its miss was answered after all
     sendCopy(r, i, v, data, from, *to);
   }

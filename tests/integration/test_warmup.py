@@ -19,9 +19,18 @@ import unittest
 
 from harness import (Conn, HOST, IntegrationCase, Mcring, Memcached, admin_http, cache_aside_load_running,
                      make_tmpdir, parse_stats, parse_values, pool_yaml, remove_tmpdir,
-                     requires_proxy, run_mcring, server_line, set_many_raw, spread_keys)
+                     requires_proxy, run_mcring, server_line, set_many_raw, spread_keys,
+                     free_port)
 
 N_KEYS = 1200
+
+
+def admin_stats_generation(admin_port):
+    """The config generation the admin endpoint reports (/stats JSON)."""
+    status, body = admin_http(admin_port)
+    if status != 200:
+        return -1
+    return int(json.loads(body).get("config_generation", -1))
 
 
 @requires_proxy
@@ -338,6 +347,59 @@ class WindowTest(WarmupCase):
         self.assertEqual(int(st["warmup_fetches"]), 1, st)
         self.assertEqual(int(st["warmup_skips"]), 39, st)
 
+
+
+class ReloadDuringFetchTest(WarmupCase):
+
+    def test_pool_removed_while_a_fetch_is_in_flight(self):
+        """A reload that removes the pool while a warm-up fetch to the key's previous server is
+        in flight: the fetch's reply used to route the copy with the removed pool (empty server
+        list) and touch a freed server: ASan's heap-use-after-free, SIGFPE in a release build."""
+        self.start(3, 2, window_ms=30000, threads=1)
+        keys = spread_keys("r", 300)
+        for k in keys:
+            self.c.send(b"set %s 0 0 2\r\nok\r\n" % k)
+        self.assertEqual(set(self.c.read_replies(len(keys), timeout=20)), {b"STORED\r\n"})
+        moved, before, _after = self.moved_keys(keys, 2, 3)
+        self.assertTrue(moved)
+        self.reload(3)
+        key = moved[0]
+        previous = self.backends[before[key]]
+        fetches = self.counter("warmup_fetches")
+        previous.pause()
+        resumed = False
+        try:
+            client = self.conn(self.proxy.port, timeout=10)
+            client.send(b"get %s\r\n" % key)  # misses on its new server, then asks `previous`
+            deadline = time.monotonic() + 5
+            while self.counter("warmup_fetches") == fetches and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.assertGreater(self.counter("warmup_fetches"), fetches, "no fetch was sent")
+            # Remove the pool: a config whose only pool has another name and port.
+            beta_port = free_port()
+            gen_before = admin_stats_generation(self.proxy.admin_port)
+            tmp = self.proxy.config_path + ".tmp"
+            with open(tmp, "w") as f:
+                f.write(pool_yaml("beta", beta_port, self.lines(3), timeout_ms=5000))
+            os.rename(tmp, self.proxy.config_path)
+            os.kill(self.proxy.pid, signal.SIGHUP)
+            deadline = time.monotonic() + 10
+            while (admin_stats_generation(self.proxy.admin_port) == gen_before and
+                   time.monotonic() < deadline):
+                time.sleep(0.02)
+            self.assertGreater(admin_stats_generation(self.proxy.admin_port), gen_before)
+            time.sleep(0.2)  # the worker switches between requests
+            previous.resume()
+            resumed = True
+            # The fetch's reply arrives now. The client gets its value or a close, never a crash.
+            reply = client.read_reply(timeout=5)
+            self.assertIn(reply, (b"", b"VALUE %s 0 2\r\nok\r\nEND\r\n" % key), reply)
+        finally:
+            if not resumed:
+                previous.resume()
+        beta = self.conn(beta_port)
+        self.assertEqual(beta.request(b"get %s\r\n" % key)[-5:], b"END\r\n")
+        self.assertIsNone(self.proxy.proc.poll(), "mcring died")
 
 if __name__ == "__main__":
     unittest.main()
