@@ -75,6 +75,13 @@ void StatsReporter::renderOwn(std::vector<std::pair<std::string, std::string>>* 
     stat("reload_failures", std::to_string(reloads_->failures()));
     std::string last = reloads_->lastError();
     if (!last.empty()) {
+      // One token, as every value of memcached's `stats`: exporters split STAT lines on spaces
+      // and reject a line of more than three (`stats reloads` and /reloads have the text).
+      for (char& c : last) {
+        if (c == ' ' || c == '\r' || c == '\n' || c == '\t') {
+          c = '_';
+        }
+      }
       stat("reload_last_error", last);
     }
   }

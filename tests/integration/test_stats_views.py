@@ -5,7 +5,9 @@ against one memcached (the same keys), with values that add up over the servers;
 are cached so a storm of them does not reach the servers; a down or hung server is left out and
 counted, never waited for."""
 
+import os
 import re
+import signal
 import subprocess
 import time
 import unittest
@@ -181,6 +183,26 @@ class StatsViewsTest(IntegrationCase):
             self.assertEqual(c.request(b"stats cachedump 1 0\r\n"),
                              b"CLIENT_ERROR stats cachedump not allowed\r\n")
             self.assertEqual(c.request(b"version\r\n")[:8], b"VERSION ")
+
+    def test_every_stat_line_is_three_tokens(self):
+        """Prometheus' memcached_exporter splits each STAT line on spaces and rejects (memcached_up
+        0) a line that is not exactly `STAT name value`: so even a reload error, whose text has
+        spaces, must stay one token in `stats`."""
+        tmp = make_tmpdir()
+        self.addCleanup(remove_tmpdir, tmp)
+        p = Mcring([server_line(b.addr) for b in self.backends], tmp)
+        self.addCleanup(p.stop)
+        with open(p.config_path, "w") as f:
+            f.write("alpha: [unclosed\n")
+        os.kill(p.pid, signal.SIGHUP)
+        self.assertTrue(wait_for(lambda: parse_stats(stats_reply(p.port)).get("reload_failures")
+                                 == "1"), "the bad reload was never counted")
+        for arg in [b"", b"settings", b"items", b"slabs"]:
+            reply = stats_reply(p.port, arg)
+            self.assertTrue(reply.endswith(b"END\r\n"), arg)
+            for line in reply[:-5].split(b"\r\n")[:-1]:
+                self.assertEqual(len(line.strip().split(b" ")), 3, (arg, line))
+        self.assertIn("reload_last_error", parse_stats(stats_reply(p.port)))
 
     def test_stats_storm_reaches_each_server_a_few_times(self):
         def requests():
