@@ -35,7 +35,7 @@ class StatsViews::Fetch final : public RequestOwner {
     const bool fresh = have_ && topology_ == pool.topology.get() && view_ != StatsView::CacheDump &&
                        now - fetched_ns_ < kFreshMs * 1000000;
     if (fresh) {
-      src.completeWith(r, compose(answers_).reply);
+      deliver(r, compose(answers_).reply);
       return;
     }
     ++r->refs;
@@ -164,12 +164,19 @@ class StatsViews::Fetch final : public RequestOwner {
     waiters.swap(waiters_);
     for (PendingRequest* w : waiters) {
       if (w->session != nullptr) {
-        w->reply.append(merged.reply);
-        w->complete = true;
-        w->session->onRequestComplete(w);
+        deliver(w, merged.reply);
       }
       owner_.worker_.requests().release(w);
     }
+  }
+
+  // `reply` is w's reply, held under its client's memory budget like any other (a merged
+  // cachedump can be megabytes): memcached's out-of-memory error if it does not fit.
+  static void deliver(PendingRequest* w, std::string_view reply) {
+    RequestOwner* client = w->session;
+    w->reply.append(client->holdReply(*w, reply.size()) ? reply : protocol::kOutOfMemoryLine);
+    w->complete = true;
+    client->onRequestComplete(w);
   }
 
   // Gives up the detached request: the backend connections keep their references until their

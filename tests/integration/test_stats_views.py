@@ -204,6 +204,25 @@ class StatsViewsTest(IntegrationCase):
                 self.assertEqual(len(line.strip().split(b" ")), 3, (arg, line))
         self.assertIn("reload_last_error", parse_stats(stats_reply(p.port)))
 
+    def test_a_view_larger_than_the_client_budget_is_refused(self):
+        tmp = make_tmpdir()
+        self.addCleanup(remove_tmpdir, tmp)
+        m = Memcached(extra_args=BACKEND_ARGS)
+        self.addCleanup(m.stop)
+        p = Mcring([server_line(m.addr)], tmp,
+                   extra={"allow_dump": "true", "client_buffer_limit": "64k"})
+        self.addCleanup(p.stop)
+        with Conn(HOST, m.port) as c:  # ~100 KiB of ITEM lines in slab class 1
+            c.send(b"".join(b"set %s 0 0 1 noreply\r\nx\r\n" % k for k in spread_keys("big:", 2500)))
+            self.assertEqual(c.request(b"mn\r\n"), b"MN\r\n")
+            self.assertGreater(len(c.request(b"stats cachedump 1 0\r\n")), 64 * 1024)
+        with Conn(HOST, p.port) as c:
+            self.assertEqual(c.request(b"stats cachedump 1 0\r\n"),
+                             b"SERVER_ERROR out of memory writing get response\r\n")
+            self.assertEqual(c.request(b"mn\r\n"), b"MN\r\n")  # the connection goes on
+            st = parse_stats(c.request(b"stats\r\n"))
+            self.assertGreaterEqual(int(st["client_oom_replies"]), 1)
+
     def test_stats_storm_reaches_each_server_a_few_times(self):
         def requests():
             st = parse_stats(stats_reply(self.proxy.port, b"backends"))
