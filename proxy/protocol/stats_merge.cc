@@ -333,8 +333,8 @@ void mergeByName(const Parsed& p, MergedStats* m) {
   for (const auto& [name, field] : all.fields()) {
     lines.emplace_back(name, field.value());
   }
-  if (numeric_names) {  // `stats sizes` lists sizes in ascending order
-    std::stable_sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
+  if (numeric_names) {  // `stats sizes` lists sizes in ascending order (names are distinct)
+    std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
       return std::strtoull(a.first.c_str(), nullptr, 10) <
              std::strtoull(b.first.c_str(), nullptr, 10);
     });
