@@ -66,6 +66,7 @@ struct PoolConfig {
   uint64_t client_buffer_limit = 16 * 1024 * 1024;
   uint64_t buffer_limit = 64 * 1024 * 1024;
   bool allow_flush_all = true;           // false: flush_all answers an error
+  bool allow_dump = false;               // true: `stats cachedump` lists the servers' keys
   bool coalesce_gets = true;             // one get line per server per loop pass
   uint32_t max_multiget_keys = 100000;   // keys in one get/gets/gat/gats
   // A client with nothing outstanding that sends no request for this long is closed. 0: never.

@@ -76,6 +76,7 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
   keyChange(&k, "server_failure_limit", str(a.server_failure_limit), str(b.server_failure_limit));
   keyChange(&k, "item_size_max", str(a.item_size_max), str(b.item_size_max));
   keyChange(&k, "allow_flush_all", str(a.allow_flush_all), str(b.allow_flush_all));
+  keyChange(&k, "allow_dump", str(a.allow_dump), str(b.allow_dump));
   keyChange(&k, "coalesce_gets", str(a.coalesce_gets), str(b.coalesce_gets));
   keyChange(&k, "max_multiget_keys", str(a.max_multiget_keys), str(b.max_multiget_keys));
   keyChange(&k, "client_idle_timeout", str(a.client_idle_timeout_ms),

@@ -436,6 +436,15 @@ const std::array kPoolKeys = {
         .show = [](const PoolConfig& p) { return showBool(p.allow_flush_all); },
     },
     PoolKey{
+        .name = "allow_dump", .type = "bool", .origin = KeyOrigin::Mcring,
+        .meaning = "true: `stats cachedump` (what `memcdump` sends) is sent to every server of "
+                   "the pool and their keys listed together. false: it is answered `CLIENT_ERROR "
+                   "stats cachedump not allowed`, as by a memcached started with `-X`; key dumps "
+                   "let any client list the pool's keys.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.allow_dump); },
+        .show = [](const PoolConfig& p) { return showBool(p.allow_dump); },
+    },
+    PoolKey{
         .name = "coalesce_gets", .type = "bool", .origin = KeyOrigin::Mcring,
         .meaning = "true: the `get`/`gets` keys that many client requests send to one server in "
                    "one pass of the event loop go out as one `get`/`gets` line (up to 2 KB), and "

@@ -43,21 +43,20 @@ bool StatsReporter::render(std::string_view args, std::string* out) const {
     renderEvents(out);
     return true;
   }
-  if (!args.empty()) {
-    out->assign("ERROR\r\n");
-    return false;
-  }
+  out->assign("ERROR\r\n");
+  return false;
+}
+
+void StatsReporter::renderOwn(std::vector<std::pair<std::string, std::string>>* out) const {
   char line[160];
-  auto stat = [&](const char* name, const std::string& value) {
-    out->append("STAT ").append(name).append(" ").append(value).append("\r\n");
-  };
+  auto stat = [&](const char* name, const std::string& value) { out->emplace_back(name, value); };
   uint64_t now = static_cast<uint64_t>(time(nullptr));
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   stat("pid", std::to_string(getpid()));
   stat("uptime", std::to_string(now - start_time_));
   stat("time", std::to_string(now));
-  stat("version", MCRING_VERSION);
+  stat("mcring_version", MCRING_VERSION);
   stat("pointer_size", std::to_string(sizeof(void*) * 8));
   std::snprintf(line, sizeof(line), "%ld.%06ld", static_cast<long>(ru.ru_utime.tv_sec),
                 static_cast<long>(ru.ru_utime.tv_usec));
@@ -80,11 +79,16 @@ bool StatsReporter::render(std::string_view args, std::string* out) const {
     stat("reload_failures", std::to_string(reloads_->failures()));
     std::string last = reloads_->lastError();
     if (!last.empty()) {
+      // One token, as every value of memcached's `stats`: exporters split STAT lines on spaces
+      // and reject a line of more than three (`stats reloads` and /reloads have the text).
+      for (char& c : last) {
+        if (c == ' ' || c == '\r' || c == '\n' || c == '\t') {
+          c = '_';
+        }
+      }
       stat("reload_last_error", last);
     }
   }
-  out->append("END\r\n");
-  return true;
 }
 
 std::vector<PoolReport> StatsReporter::backendReport() const {

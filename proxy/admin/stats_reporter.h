@@ -1,4 +1,6 @@
-// Answers the `stats` command: the proxy's own totals, summed over workers on read.
+// The proxy's own stats: its totals, summed over workers on read, which `stats` merges with the
+// pool's servers' fields (dispatch/stats_views.h), and its own views (`stats reloads`,
+// `stats backends`, `stats events`).
 #pragma once
 
 #include <cstdint>
@@ -55,9 +57,10 @@ class StatsReporter final : public stats::StatsRenderer {
   void countAdminRequestRefused() { admin_refused_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t adminRequestsRefused() const { return admin_refused_.load(std::memory_order_relaxed); }
 
-  // Writes the reply to `stats <args>` into *out ("STAT ...\r\n"... "END\r\n"). Returns false
-  // (and an ERROR reply) for arguments it does not know, as memcached does.
+  // Writes the reply to `stats reloads|backends|events` into *out ("STAT ...\r\n"... "END\r\n").
+  // Returns false (and an ERROR reply) for other arguments.
   bool render(std::string_view args, std::string* out) const override;
+  void renderOwn(std::vector<std::pair<std::string, std::string>>* out) const override;
 
   uint64_t uptime() const;
   // Sum of one counter over all workers.

@@ -382,7 +382,8 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
           in.drain(n);
           return Step::Done;
         }
-        if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat) {
+        if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat ||
+            rep.kind == ReplyKind::Item) {
           return Step::Desync;
         }
         if (r->command == protocol::Command::MetaGet &&
@@ -394,7 +395,8 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         return Step::More;
       }
       if (f.expect == Expect::OneUnit) {
-        if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat) {
+        if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat ||
+            rep.kind == ReplyKind::Item) {
           return Step::Desync;
         }
         if (r->command == protocol::Command::MetaGet) {
@@ -470,7 +472,8 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       return rep.data_length == 0 ? Step::Done : Step::Desync;
     case Delivery::Warmup:
     case Delivery::WarmMeta:
-      if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat) {
+      if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat ||
+            rep.kind == ReplyKind::Item) {
         return Step::Desync;
       }
       server_.worker().steps().onWarmupReply(*r, f.fragment, rep, in.contiguous(n), server_);
@@ -478,7 +481,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       return Step::Done;
     case Delivery::WarmCopy:
     case Delivery::Invalidate:
-      if (rep.data_length > 0 || rep.kind == ReplyKind::Stat) {
+      if (rep.data_length > 0 || rep.kind == ReplyKind::Stat || rep.kind == ReplyKind::Item) {
         return Step::Desync;
       }
       if (f.delivery == Delivery::WarmCopy) {
@@ -488,6 +491,18 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       }
       in.drain(n);
       return Step::Done;
+    case Delivery::Stats: {
+      Fragment& fr = r->fragments[f.fragment];
+      if (rep.data_length > 0) {
+        return Step::Desync;
+      }
+      forward(*r, fr.values, n);
+      if (rep.kind == ReplyKind::Stat || rep.kind == ReplyKind::Item) {
+        return Step::More;
+      }
+      fr.done = rep.kind == ReplyKind::End || rep.kind == ReplyKind::Version || rep.isError();
+      return fr.done ? Step::Done : Step::Desync;
+    }
   }
   return Step::Desync;
 }
@@ -556,6 +571,7 @@ void BackendConnection::failAll(BackendFailure why) {
         stats::bump(c.warmup_copy_errors);
         break;
       case Delivery::Invalidate:
+      case Delivery::Stats:  // a fragment not done is a server skipped by the merge
         break;
     }
     finish(f);

@@ -30,6 +30,9 @@ enum class Delivery : uint8_t {
   WarmMeta,    // the same for a client's `mg`
   WarmCopy,    // `ms ... ME` storing a fetched value on the key's new server
   Invalidate,  // `md <key>` on the previous server of a key being written or deleted
+  // `stats <view>` or `version`: the STAT/ITEM lines and their END (or the VERSION line, or an
+  // error line) go to the fragment's values, which is marked done once the answer is whole.
+  Stats,
 };
 
 class BackendConnection : public net::ConnectionHandler {

@@ -72,6 +72,7 @@ enum class Shape : uint8_t {
   Direct,     // one backend's reply is the client's reply
   Multiget,   // fragments reassembled in key order
   Broadcast,  // flush_all: one OK from every backend
+  Stats,      // a stats view: every backend's answer kept in its fragment, merged by dispatch
 };
 
 // A key's warm-up fetch (warmup.h).

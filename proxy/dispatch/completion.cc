@@ -33,6 +33,8 @@ bool completeRequest(PendingRequest& r, WorkerContext& worker) {
       r.reply.append(r.failed ? std::string_view(r.error_line)
                               : (r.noreply ? std::string_view() : protocol::kOkLine));
       return true;
+    case Shape::Stats:
+      return true;  // its owner, a stats fetch (stats_views.h), merges the answers
   }
   return true;
 }

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <iterator>
 
-#include "mcring_version.h"
 #include "proxy/common/log.h"
 #include "proxy/dispatch/multiget.h"
 #include "proxy/dispatch/warmup.h"
@@ -383,9 +382,12 @@ void Dispatcher::answerLocal(std::string_view line) {
   PendingRequest* r = src_->newRequest(req_->command);
   // Build the reply while `line` (a view into the input buffer) is still valid.
   std::string out;
+  // Answered from the pool's servers (stats_views.h) instead of here.
+  bool from_servers = false;
+  protocol::StatsView view = protocol::StatsView::Version;
   switch (req_->command) {
     case Command::Version:
-      out = "VERSION " MCRING_PROTOCOL_VERSION "\r\n";
+      from_servers = true;
       break;
     case Command::Verbosity:
       out = req_->noreply ? "" : protocol::kOkLine;
@@ -395,8 +397,20 @@ void Dispatcher::answerLocal(std::string_view line) {
       src_->stopReading();
       break;
     case Command::Stats:
-      if (!stats_.render(req_->args.in(line), &out)) {
-        stats::bump(worker_.counters().client_errors);
+      out = req_->args.in(line);  // the arguments, for now
+      if (auto v = protocol::statsViewOf(out)) {
+        view = *v;
+        from_servers = true;
+        if (view == protocol::StatsView::CacheDump && !pool_->config().allow_dump) {
+          from_servers = false;
+          out = protocol::kCacheDumpRefusedLine;
+          stats::bump(worker_.counters().client_errors);
+        }
+      } else {
+        std::string args = std::move(out);
+        if (!views_.renderer().render(args, &out)) {
+          stats::bump(worker_.counters().client_errors);
+        }
       }
       break;
     default:
@@ -404,6 +418,10 @@ void Dispatcher::answerLocal(std::string_view line) {
       break;
   }
   src_->input().drain(req_->line_length);
+  if (from_servers) {
+    views_.answer(*src_, *pool_, r, view, out);
+    return;
+  }
   src_->completeWith(r, out);
 }
 

@@ -1,7 +1,8 @@
 // Dispatch: a framed request becomes work for backends, or a local answer. Routes its keys,
 // splits a multi-get into per-server fragments (or shared get lines, coalesce_gets), forwards a
 // storage command's data block without copying it, broadcasts flush_all, answers version,
-// verbosity, quit, stats and mn itself, and adds warm-up steps (invalidating a moved key's
+// verbosity, quit and mn itself, merges memcached's stats views and version from the pool's
+// servers (stats_views.h), and adds warm-up steps (invalidating a moved key's
 // previous copy). The reply comes back through the backend connections and
 // dispatch/completion.h. Worker-thread only.
 #pragma once
@@ -14,15 +15,14 @@
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/worker_context.h"
 #include "proxy/dispatch/request_source.h"
+#include "proxy/dispatch/stats_views.h"
 #include "proxy/protocol/request.h"
-#include "proxy/stats/stats_renderer.h"
 
 namespace mcring::core {
 
 class Dispatcher {
  public:
-  Dispatcher(WorkerContext& worker, const stats::StatsRenderer& stats)
-      : worker_(worker), stats_(stats) {}
+  Dispatcher(WorkerContext& worker, StatsViews& views) : worker_(worker), views_(views) {}
 
   // `req` was framed from `line`, at the front of src.input() (with its data block, if any).
   void dispatch(RequestSource& src, PoolRuntime& pool, const protocol::Request& req,
@@ -66,7 +66,7 @@ class Dispatcher {
   }
 
   WorkerContext& worker_;
-  const stats::StatsRenderer& stats_;
+  StatsViews& views_;
   // The request being dispatched (set by begin()).
   RequestSource* src_ = nullptr;
   PoolRuntime* pool_ = nullptr;

@@ -21,6 +21,7 @@ namespace mcring::protocol {
   X(Ok, "OK")                            \
   X(Version, "VERSION")                  \
   X(Stat, "STAT")                        \
+  X(Item, "ITEM")           /* stats cachedump */ \
   X(Number, "")             /* incr/decr result: digits only */ \
   X(Error, "ERROR")                      \
   X(ClientError, "CLIENT_ERROR")         \

@@ -16,5 +16,8 @@ inline constexpr std::string_view kOutOfMemoryLine =
     "SERVER_ERROR out of memory writing get response\r\n";
 inline constexpr std::string_view kTooLargeLine = "SERVER_ERROR object too large for cache\r\n";
 inline constexpr std::string_view kFlushAllRefusedLine = "CLIENT_ERROR flush_all not allowed\r\n";
+// memcached started with -X (dumping disabled); mcring: the pool's allow_dump is false.
+inline constexpr std::string_view kCacheDumpRefusedLine =
+    "CLIENT_ERROR stats cachedump not allowed\r\n";
 
 }  // namespace mcring::protocol

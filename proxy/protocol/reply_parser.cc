@@ -101,6 +101,7 @@ constexpr Word kWords[] = {
     {"MN", ReplyKind::MetaNoop, Args::Optional},
     {"OK", ReplyKind::Ok, Args::None},
     {"STAT", ReplyKind::Stat, Args::Required},
+    {"ITEM", ReplyKind::Item, Args::Required},
     {"VERSION", ReplyKind::Version, Args::Required},
     {"ME", ReplyKind::MetaDebug, Args::Required},
     {"ERROR", ReplyKind::Error, Args::Optional},

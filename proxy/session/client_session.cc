@@ -21,7 +21,7 @@ ClientSession::ClientSession(SessionContext& worker, PoolRuntime& pool, uint64_t
       id_(id),
       open_count_(std::move(open_count)),
       framer_(pool.parser),
-      dispatcher_(worker, worker.reporter()) {}
+      dispatcher_(worker, worker.statsViews()) {}
 
 ClientSession::~ClientSession() {
   releaseSlot();
@@ -260,6 +260,7 @@ bool ClientSession::streamable(const PendingRequest& r) const {
       // A lone fragment's units are the reply in key order (multigetValueSink).
       return r.fragment_count == 1 && !r.warm;
     case Shape::Broadcast:
+    case Shape::Stats:
       return false;
   }
   return false;

@@ -1,9 +1,11 @@
 // What a client session needs of its worker beyond the data plane's WorkerContext: deferred
-// destruction of itself and the `stats` renderer. Control's Worker implements it.
+// destruction of itself, the `stats` renderer and the worker's stats views of its pools.
+// Control's Worker implements it.
 // Worker-thread only.
 #pragma once
 
 #include "proxy/backend/worker_context.h"
+#include "proxy/dispatch/stats_views.h"
 #include "proxy/stats/stats_renderer.h"
 
 namespace mcring::core {
@@ -13,9 +15,11 @@ class ClientSession;
 class SessionContext : public WorkerContext {
  public:
   SessionContext(const DispatchSteps& steps, const stats::StatsRenderer& reporter)
-      : WorkerContext(steps), reporter_(reporter) {}
+      : WorkerContext(steps), reporter_(reporter), stats_views_(*this, reporter) {}
 
   const stats::StatsRenderer& reporter() const { return reporter_; }
+  // memcached's stats views and version of this worker's pools, fetched and cached.
+  StatsViews& statsViews() { return stats_views_; }
   // Deferred destruction: a session ends itself from inside its own callbacks.
   virtual void retire(ClientSession* session) = 0;
   // Memory for large requests being received was freed: wake the sessions waiting for it soon
@@ -27,6 +31,8 @@ class SessionContext : public WorkerContext {
 
  private:
   const stats::StatsRenderer& reporter_;
+  // Destroyed before WorkerContext's request pool, which its requests return to.
+  StatsViews stats_views_;
 };
 
 }  // namespace mcring::core

@@ -35,6 +35,8 @@ namespace mcring::stats {
   X(backend_connect_failures, Counter, "backend connect attempts that failed")          \
   X(backend_timeouts, Counter, "backend connections reset because of a timeout")        \
   X(backend_protocol_errors, Counter, "backend connections reset because of bad replies") \
+  X(stats_fetches, Counter, "stats views and version asked of a pool's servers (one per server asked)") \
+  X(stats_fetch_failures, Counter, "servers left out of a merged stats view or version: down, erroring or not answering within 1 s") \
   X(bytes_read, Counter, "bytes read from clients")                                     \
   X(bytes_written, Counter, "bytes written to clients")                                 \
   X(warmup_windows_open, Gauge, "pools with a warm-up window open (gauge, summed over workers)") \

@@ -234,7 +234,7 @@ class AbuseTest(IntegrationCase):
         # non-reader's. It must have stopped reading them (at most 256 outstanding, besides those
         # whose replies already wait in its output).
         st_b = parse_stats(setup.request(b"stats\r\n"))
-        nonreader_read = int(st_b["cmd_get"]) - int(st_a["cmd_get"]) - 5 * i \
+        nonreader_read = int(st_b["mcring_cmd_get"]) - int(st_a["mcring_cmd_get"]) - 5 * i \
             - len(abusers[1].result.get("replies", [])) - 1
         done.set()
         for a in abusers:

@@ -225,7 +225,7 @@ class ChaosTest(IntegrationCase):
             self.assertFalse(cl.is_alive(), "client %d did not finish" % cl.tid)
 
         st1 = parse_stats(c0.request(b"stats\r\n"))
-        mcring_count = sum(int(st1[k]) - int(st0[k]) for k in ("cmd_get", "cmd_set"))
+        mcring_count = sum(int(st1[k]) - int(st0[k]) for k in ("mcring_cmd_get", "mcring_cmd_set"))
         log = [e for cl in clients for e in cl.log]
         errors = [e for cl in clients for e in cl.errors]
         resets = sum(cl.resets for cl in clients)

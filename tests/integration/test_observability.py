@@ -128,7 +128,8 @@ class CommandCountersTest(IntegrationCase):
     def counts(self, c):
         worker = parse_stats(c.request(b"stats\r\n"))
         backends = parse_stats(c.request(b"stats backends\r\n"))
-        out = {k: int(worker[k]) for k in self.WORKER}
+        # Under memcached's names `stats` shows the servers' counts; mcring's are prefixed.
+        out = {k: int(worker.get("mcring_" + k, worker.get(k))) for k in self.WORKER}
         for k in self.BACKEND:
             out[k] = sum(int(v) for name, v in backends.items() if name.endswith(":" + k))
         return out

@@ -280,6 +280,7 @@ struct NullRenderer final : mcring::stats::StatsRenderer {
     *out = "END\r\n";
     return true;
   }
+  void renderOwn(std::vector<std::pair<std::string, std::string>>*) const override {}
 };
 
 DataPlane::DataPlane(const std::vector<FakeBackend*>& backends, const std::string& pool_keys)

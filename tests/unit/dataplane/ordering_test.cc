@@ -13,8 +13,8 @@ TEST_CASE("replies leave in request order when backends answer out of order") {
   const std::string a = dp.keyOn(0, "a"), b = dp.keyOn(1, "b"), c = dp.keyOn(1, "c");
   auto client = dp.connect();
   // Pipelined in one write: a get on b0, a get and a delete on b1, and a request mcring answers
-  // itself (version), which is complete at once but must still wait its turn.
-  REQUIRE(client.send("get " + a + "\r\nget " + b + "\r\ndelete " + c + "\r\nversion\r\n"));
+  // itself (mn), which is complete at once but must still wait its turn.
+  REQUIRE(client.send("get " + a + "\r\nget " + b + "\r\ndelete " + c + "\r\nmn\r\n"));
   CHECK(b0.expect("get " + a + "\r\n") == "get " + a + "\r\n");
   const std::string to_b1 = "get " + b + "\r\ndelete " + c + "\r\n";
   CHECK(b1.expect(to_b1) == to_b1);
@@ -26,10 +26,8 @@ TEST_CASE("replies leave in request order when backends answer out of order") {
 
   REQUIRE(b0.send(valueUnit(a, "ay", 5) + "END\r\n"));
   const std::string want = valueUnit(a, "ay", 5) + "END\r\n" + valueUnit(b, "bee") +
-                           "END\r\nDELETED\r\nVERSION ";
+                           "END\r\nDELETED\r\nMN\r\n";
   CHECK(client.read(want.size()) == want);
-  const std::string version_tail = client.readUntil("\r\n");
-  CHECK(version_tail.size() > 2);
   CHECK(client.silentFor(5));
 }
 

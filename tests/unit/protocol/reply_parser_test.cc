@@ -52,6 +52,7 @@ const std::vector<ReplyCase> kEveryKind = {
     {"VERSION 1.6.18\r\n", {"Version len=16"}},
     {"STAT pid 4802\r\n", {"Stat len=15"}},
     {"STAT libevent 2.1.12-stable\r\n", {"Stat len=29"}},
+    {"ITEM k1 [3 b; 0 s]\r\n", {"Item len=20"}},  // stats cachedump
     {"15\r\n", {"Number len=4"}},
     {"0\r\n", {"Number len=3"}},
     {"18446744073709551615\r\n", {"Number len=22"}},
@@ -158,6 +159,7 @@ TEST_CASE("reply parser: garbage is Invalid") {
       "VERSION\r\n",
       "VERSION \r\n",
       "STAT\r\n",
+      "ITEM\r\n",
       "ME\r\n",
       "VALUE\r\n",
       "VALUE k\r\n",

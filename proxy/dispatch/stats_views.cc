@@ -1,0 +1,260 @@
+// StatsViews: fetching a view from every server of a pool, caching it, answering the waiters.
+#include "proxy/dispatch/stats_views.h"
+
+#include <algorithm>
+
+#include "mcring_version.h"
+#include "proxy/backend/backend_connection.h"
+#include "proxy/backend/backend_server.h"
+#include "proxy/common/clock.h"
+#include "proxy/protocol/reply_lines.h"
+
+namespace mcring::core {
+
+using protocol::StatsView;
+
+// One pool's view: its last answers, and the fetch in flight with the requests waiting for it.
+// It owns the detached request that asks the servers (as that request's RequestOwner), so the
+// backend connections deliver the answers here; it has no socket, so it never streams and holds
+// at most kMaxHeld bytes.
+class StatsViews::Fetch final : public RequestOwner {
+ public:
+  Fetch(StatsViews& owner, std::string pool, StatsView view, std::string line)
+      : owner_(owner), pool_name_(std::move(pool)), view_(view), line_(std::move(line)) {}
+  ~Fetch() override {
+    detach();
+    for (PendingRequest* w : waiters_) {
+      owner_.worker_.requests().release(w);
+    }
+  }
+
+  bool inFlight() const { return inflight_ != nullptr; }
+
+  void answer(RequestSource& src, PoolRuntime& pool, PendingRequest* r) {
+    const uint64_t now = common::monotonicNs();
+    const bool fresh = have_ && topology_ == pool.topology.get() && view_ != StatsView::CacheDump &&
+                       now - fetched_ns_ < kFreshMs * 1000000;
+    if (fresh) {
+      deliver(r, compose(answers_).reply);
+      return;
+    }
+    ++r->refs;
+    waiters_.push_back(r);
+    if (inflight_ == nullptr) {
+      start(pool, src.id());
+    }
+  }
+
+  // --- RequestOwner, for the detached request ---
+  void onRequestComplete(PendingRequest* q) override {
+    if (q == inflight_) {
+      finalize();
+    }
+  }
+  PoolRuntime& pool() override { return *pool_; }
+  uint64_t id() const override { return session_id_; }
+  bool tryStream(PendingRequest&) override { return false; }
+  void streamReply(net::Buffer& from, uint64_t n) override { from.drain(n); }
+  bool holdReply(PendingRequest&, uint64_t n) override {
+    if (held_ + n > kMaxHeld) {
+      return false;
+    }
+    held_ += n;
+    return true;
+  }
+  void releaseHeld(PendingRequest&) override { held_ = 0; }
+  bool outputFull() const override { return false; }
+  uint64_t outputSize() const override { return 0; }
+  uint32_t stallLimitMs() const override { return kDeadlineMs; }
+  void closeSlowReader() override {}
+  void onInputBudget() override {}
+  bool abandonIfPeerGone() override { return false; }
+  bool abandonIfInputStalled(uint64_t) override { return false; }
+
+ private:
+  // A cachedump of a few servers (memcached answers at most 2 MB each) fits; more is refused.
+  static constexpr uint64_t kMaxHeld = 64 * 1024 * 1024;
+
+  void start(PoolRuntime& pool, uint64_t session_id) {
+    WorkerContext& worker = owner_.worker_;
+    pool_ = &pool;
+    session_id_ = session_id;
+    topology_ = pool.topology.get();
+    held_ = 0;
+    PendingRequest* q = worker.requests().acquire();
+    q->refs = 1;  // ours, until finalize()
+    q->session = this;
+    q->shape = Shape::Stats;
+    q->command = view_ == StatsView::Version ? protocol::Command::Version : protocol::Command::Stats;
+    const uint32_t count = static_cast<uint32_t>(pool.by_index.size());
+    while (q->fragments.size() < count) {
+      q->fragments.emplace_back();
+    }
+    q->fragment_count = count;
+    q->fragments_left = count;
+    inflight_ = q;
+    uint32_t failed_now = 0;
+    for (uint32_t s = 0; s < count; ++s) {
+      q->fragments[s].server = s;
+      BackendServer* server = pool.by_index[s];
+      BackendConnection* conn = server->connectionFor(session_id);
+      stats::bump(worker.counters().stats_fetches);
+      if (conn == nullptr) {
+        ++failed_now;  // backing off after a failure: left out at once
+        continue;
+      }
+      conn->output().append(line_);
+      conn->expect(q, s, Delivery::Stats, Expect::OneUnit, line_.size());
+    }
+    if (inflight_ != q) {
+      return;  // every answer came at once (cannot happen over sockets, but stay safe)
+    }
+    q->fragments_left -= failed_now;
+    if (q->fragments_left == 0) {
+      finalize();
+      return;
+    }
+    const uint32_t timeout = pool.config().timeout_ms;
+    const uint32_t deadline = timeout > 0 ? std::min(timeout, kDeadlineMs) : kDeadlineMs;
+    if (!deadline_) {
+      deadline_ = std::make_unique<net::Timer>(worker.loop(), [this] { finalize(); });
+    }
+    deadline_->start(deadline);
+  }
+
+  // The servers that answered in time are in: keep their answers and answer every waiter. A
+  // server still owing its answer is left out; what it sends later is dropped (the detached
+  // request no longer has an owner).
+  void finalize() {
+    PendingRequest* q = inflight_;
+    if (q == nullptr) {
+      return;
+    }
+    if (deadline_) {
+      deadline_->stop();
+    }
+    std::vector<std::string> answers(q->fragment_count);
+    std::vector<bool> answered(q->fragment_count, false);
+    for (uint32_t s = 0; s < q->fragment_count; ++s) {
+      Fragment& fr = q->fragments[s];
+      if (fr.done && !q->refused) {
+        answers[s].assign(fr.values.contiguous(fr.values.size()));
+        answered[s] = true;
+      }
+    }
+    detach();
+    answers_.clear();
+    for (size_t s = 0; s < answers.size(); ++s) {
+      answers_.push_back(answered[s] ? std::optional<std::string>(std::move(answers[s]))
+                                     : std::nullopt);
+    }
+    have_ = true;
+    fetched_ns_ = common::monotonicNs();
+    protocol::MergedStats merged = compose(answers_);
+    stats::bump(owner_.worker_.counters().stats_fetch_failures, merged.failed);
+    if (view_ == StatsView::General && merged.failed > 0) {
+      merged = compose(answers_);  // its own counters then include this fetch's failures
+    }
+    if (!merged.version.empty()) {
+      owner_.learnVersion(pool_name_, merged.version);
+    }
+    // Answered after the state above is settled: a waiter's session may read and dispatch its
+    // next request, a view again, from inside onRequestComplete.
+    std::vector<PendingRequest*> waiters;
+    waiters.swap(waiters_);
+    for (PendingRequest* w : waiters) {
+      if (w->session != nullptr) {
+        deliver(w, merged.reply);
+      }
+      owner_.worker_.requests().release(w);
+    }
+  }
+
+  // `reply` is w's reply, held under its client's memory budget like any other (a merged
+  // cachedump can be megabytes): memcached's out-of-memory error if it does not fit.
+  static void deliver(PendingRequest* w, std::string_view reply) {
+    RequestOwner* client = w->session;
+    w->reply.append(client->holdReply(*w, reply.size()) ? reply : protocol::kOutOfMemoryLine);
+    w->complete = true;
+    client->onRequestComplete(w);
+  }
+
+  // Gives up the detached request: the backend connections keep their references until their
+  // answers come, and drop them.
+  void detach() {
+    if (inflight_ == nullptr) {
+      return;
+    }
+    PendingRequest* q = inflight_;
+    inflight_ = nullptr;
+    q->session = nullptr;
+    owner_.worker_.requests().release(q);
+  }
+
+  protocol::MergedStats compose(const std::vector<std::optional<std::string>>& answers) const {
+    std::vector<protocol::ServerAnswer> views;
+    views.reserve(answers.size());
+    for (const auto& a : answers) {
+      views.push_back(a ? protocol::ServerAnswer(std::string_view(*a)) : std::nullopt);
+    }
+    protocol::StatList own;
+    if (view_ == StatsView::General) {
+      owner_.renderer_.renderOwn(&own);
+    }
+    return protocol::mergeStats(view_, views, own, owner_.versionOf(pool_name_));
+  }
+
+  StatsViews& owner_;
+  const std::string pool_name_;
+  const StatsView view_;
+  const std::string line_;  // what is sent to each server
+  PoolRuntime* pool_ = nullptr;
+  uint64_t session_id_ = 0;
+  const void* topology_ = nullptr;  // the snapshot the answers are for
+  bool have_ = false;
+  uint64_t fetched_ns_ = 0;
+  std::vector<std::optional<std::string>> answers_;
+  PendingRequest* inflight_ = nullptr;
+  std::vector<PendingRequest*> waiters_;
+  std::unique_ptr<net::Timer> deadline_;
+  uint64_t held_ = 0;
+};
+
+StatsViews::StatsViews(WorkerContext& worker, const stats::StatsRenderer& renderer)
+    : worker_(worker), renderer_(renderer) {}
+
+StatsViews::~StatsViews() = default;
+
+void StatsViews::answer(RequestSource& src, PoolRuntime& pool, PendingRequest* r, StatsView view,
+                        std::string_view args) {
+  std::string key = view == StatsView::Version ? std::string("version") : std::string(args);
+  auto it = fetches_.find({pool.name, key});
+  if (it == fetches_.end()) {
+    // Views are a handful per pool; cachedump arguments are the client's, so idle fetches of
+    // them are dropped rather than kept without bound.
+    if (fetches_.size() >= 64) {
+      for (auto i = fetches_.begin(); i != fetches_.end();) {
+        i = i->second->inFlight() ? std::next(i) : fetches_.erase(i);
+      }
+    }
+    std::string line = view == StatsView::Version ? std::string("version\r\n")
+                       : key.empty()              ? std::string("stats\r\n")
+                                                  : "stats " + key + "\r\n";
+    it = fetches_
+             .emplace(std::make_pair(pool.name, key),
+                      std::make_unique<Fetch>(*this, pool.name, view, std::move(line)))
+             .first;
+  }
+  it->second->answer(src, pool, r);
+}
+
+std::string StatsViews::versionOf(const std::string& pool) const {
+  auto it = versions_.find(pool);
+  return it != versions_.end() ? it->second : std::string(MCRING_MEMCACHED_VERSION);
+}
+
+void StatsViews::learnVersion(const std::string& pool, const std::string& version) {
+  versions_[pool] = version;
+}
+
+}  // namespace mcring::core
