@@ -330,9 +330,15 @@ class Mcring:
             deadline = time.monotonic() + 10.0
             while time.monotonic() < deadline and proc.poll() is None:
                 if port_accepts(port):
-                    self.proc, self.port = proc, port
                     explicit = any(a in ("-s", "--stats-port") or a.startswith("--stats-port=")
                                    for a in self.args)
+                    # The admin endpoint too, when it is ours: tests read it right after start.
+                    while (not explicit and not port_accepts(admin_port) and
+                           time.monotonic() < deadline and proc.poll() is None):
+                        time.sleep(0.02)
+                    if not explicit and not port_accepts(admin_port):
+                        break
+                    self.proc, self.port = proc, port
                     self.admin_port = None if explicit else admin_port
                     return self
                 time.sleep(0.02)
