@@ -299,6 +299,12 @@ EOF
 mcring_yaml() {  # mcring_yaml LISTEN_PORT
   printf 'pool:\n  listen: 127.0.0.1:%s\n' "$1"
   servers_yaml
+  # Workload 6 opens more clients than mcring's default cap (1024, memcached's -c); nutcracker
+  # has none. A --mcring-key client_connections=N given wins.
+  case " ${MCRING_KEYS[*]} " in
+    *" client_connections="*) ;;
+    *) printf '  client_connections: 0\n' ;;
+  esac
   for kv in "${MCRING_KEYS[@]}"; do printf '  %s: %s\n' "${kv%%=*}" "${kv#*=}"; done
 }
 mcring_yaml "$PM" >"$WORK/mcring.yml"
