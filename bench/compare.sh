@@ -33,8 +33,9 @@
 # Environment: MCRING_BUILD, MCRING, MCRING_BENCH as the options above (options win).
 #
 # Setup: three memcached backends (-t 1 each) behind nutcracker and mcring. mcring's pool holds
-# only `listen` and `servers`: every other key is its default (hash fnv1a_64, ketama, timeout 0,
-# server_connections 1, coalesce_gets true, ...), which are twemproxy's defaults too; nutcracker's
+# only `listen` and `servers` (and `client_connections: 0`, below): every other key is its default
+# (hash fnv1a_64, ketama, server_connections 1, coalesce_gets true, ... as twemproxy's; timeout
+# 1000 ms where twemproxy waits forever, which only matters for a server that stops answering); nutcracker's
 # pool adds `hash: fnv1a_64` and `distribution: ketama` explicitly, the same ring. mcring is
 # started as `mcring -c FILE -s PORT -a 127.0.0.1 -o LOG` plus --mcring-flags: -s only moves its
 # admin port off 22222 to a free one, so that two runs on one machine do not collide.
@@ -299,6 +300,12 @@ EOF
 mcring_yaml() {  # mcring_yaml LISTEN_PORT
   printf 'pool:\n  listen: 127.0.0.1:%s\n' "$1"
   servers_yaml
+  # Workload 6 opens more clients than mcring's default cap (1024, memcached's -c); nutcracker
+  # has none. A --mcring-key client_connections=N given wins.
+  case " ${MCRING_KEYS[*]} " in
+    *" client_connections="*) ;;
+    *) printf '  client_connections: 0\n' ;;
+  esac
   for kv in "${MCRING_KEYS[@]}"; do printf '  %s: %s\n' "${kv%%=*}" "${kv#*=}"; done
 }
 mcring_yaml "$PM" >"$WORK/mcring.yml"

@@ -47,15 +47,16 @@ struct PoolConfig {
   // --- twemproxy keys (same meaning and defaults) ---
   Address listen;
   routing::RouterOptions routing;   // hash, hash_tag, distribution (+ mcring's ketama_compat, ...)
-  uint32_t timeout_ms = 0;          // 0: wait forever (twemproxy's default)
+  // twemproxy waits forever (0); a hung server would then hold its clients' requests forever.
+  uint32_t timeout_ms = 1000;
   int backlog = 512;
   bool preconnect = false;
-  uint32_t client_connections = 0;  // 0: unlimited
+  uint32_t client_connections = 1024;  // memcached's -c; 0: unlimited
   uint32_t server_connections = 1;  // per worker thread, per server
   bool auto_eject_hosts = false;
   uint32_t server_retry_timeout_ms = 30000;
   uint32_t server_failure_limit = 2;
-  bool tcpkeepalive = false;
+  bool tcpkeepalive = true;  // memcached's sockets have it: a vanished client frees its slot
   bool reuseport = false;
   std::vector<ServerConfig> servers;
 
@@ -65,12 +66,15 @@ struct PoolConfig {
   // mcring, and all clients of the pool together (split evenly between worker threads).
   uint64_t client_buffer_limit = 16 * 1024 * 1024;
   uint64_t buffer_limit = 64 * 1024 * 1024;
-  bool allow_flush_all = true;           // false: flush_all answers an error
+  bool allow_flush_all = false;          // false: flush_all answers an error (memcached -F)
   bool allow_dump = false;               // true: `stats cachedump` lists the servers' keys
   bool coalesce_gets = true;             // one get line per server per loop pass
   uint32_t max_multiget_keys = 100000;   // keys in one get/gets/gat/gats
   // A client with nothing outstanding that sends no request for this long is closed. 0: never.
   uint32_t client_idle_timeout_ms = 0;
+  // A client that sent part of a request is closed if the rest has not arrived this long after
+  // the part was first seen. 0: never.
+  uint32_t client_request_timeout_ms = 30000;
   // Warm migration: for this long after a membership change, a miss on a key whose server
   // changed is answered from its previous server and copied to the new one. 0: off.
   uint32_t warmup_window_ms = 0;

@@ -81,6 +81,8 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
   keyChange(&k, "max_multiget_keys", str(a.max_multiget_keys), str(b.max_multiget_keys));
   keyChange(&k, "client_idle_timeout", str(a.client_idle_timeout_ms),
             str(b.client_idle_timeout_ms));
+  keyChange(&k, "client_request_timeout", str(a.client_request_timeout_ms),
+            str(b.client_request_timeout_ms));
   keyChange(&k, "warmup_window", str(a.warmup_window_ms), str(b.warmup_window_ms));
   keyChange(&k, "warmup_max_inflight", str(a.warmup_max_inflight), str(b.warmup_max_inflight));
   keyChange(&k, "backlog", str(a.backlog), str(b.backlog));

@@ -7,14 +7,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <optional>
 #include <sstream>
 
 #include "config/config.h"
+#include "config/config_file.h"
 #include "config/pool_keys.h"
 
 #define XXH_INLINE_ALL  // header-only: config needs one hash, not a library dependency
@@ -468,22 +467,10 @@ LoadResult loadConfigString(const std::string& yaml, const std::string& name) {
 
 LoadResult loadConfigFile(const std::string& path) {
   std::string bytes;
-  int err = 0;
-  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-    char buffer[1 << 14];
-    size_t n = 0;
-    while ((n = std::fread(buffer, 1, sizeof(buffer), f)) > 0) {
-      bytes.append(buffer, n);
-    }
-    err = std::ferror(f) ? errno : 0;  // e.g. EISDIR: a directory opens but does not read
-    std::fclose(f);
-  } else {
-    err = errno;
-  }
-  if (err != 0) {
+  std::string error;
+  if (!readConfigFile(path, &bytes, &error)) {
     LoadResult result;
-    result.errors.push_back(
-        {path, {}, "", std::string("cannot read config file: ") + std::strerror(err)});
+    result.errors.push_back({path, {}, "", error});
     return result;
   }
   return loadConfigString(bytes, path);

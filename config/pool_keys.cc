@@ -1,5 +1,6 @@
 // The pool key table (see pool_keys.h): twemproxy's keys with twemproxy's meaning and defaults
-// (src/nc_conf.c), then mcring's own.
+// (src/nc_conf.c), except where twemproxy's default is unsafe in production (timeout,
+// client_connections, tcpkeepalive: each row says why), then mcring's own.
 #include "config/pool_keys.h"
 
 #include <algorithm>
@@ -244,26 +245,39 @@ const std::array kPoolKeys = {
     },
     PoolKey{
         .name = "timeout", .type = "integer (ms)", .origin = KeyOrigin::Twemproxy,
-        .meaning = "How long to wait to connect to a server or for its reply; 0 waits forever.",
+        .meaning = "How long to wait to connect to a server, or for the next byte of its reply "
+                   "while replies are owed; then the requests in flight on that connection get "
+                   "`SERVER_ERROR backend timeout` and count as a failure of the server. 0 waits "
+                   "forever. Default 1000 (twemproxy's is 0): with no timeout a hung or "
+                   "partitioned server holds every request routed to it, and those clients, "
+                   "forever, and is never ejected; a memcached that sends nothing for a second "
+                   "with requests owed is down.",
         .apply = [](ValueReader& v, PoolConfig& p) { setNumber(v, p.timeout_ms, 0, kIntMax); },
         .show = [](const PoolConfig& p) { return std::to_string(p.timeout_ms); },
     },
     PoolKey{
         .name = "backlog", .type = "integer", .origin = KeyOrigin::Twemproxy,
-        .meaning = "TCP listen backlog of the pool's listening socket.",
+        .meaning = "TCP listen backlog of the pool's listening socket (twemproxy's default; "
+                   "the kernel caps it at net.core.somaxconn).",
         .apply = [](ValueReader& v, PoolConfig& p) { setNumber(v, p.backlog, 0, kIntMax); },
         .show = [](const PoolConfig& p) { return std::to_string(p.backlog); },
     },
     PoolKey{
         .name = "preconnect", .type = "bool", .origin = KeyOrigin::Twemproxy,
-        .meaning = "Connect to every server of the pool at start instead of on first use.",
+        .meaning = "Accepted for twemproxy files and ignored: mcring connects to a server on "
+                   "first use either way.",
         .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.preconnect); },
         .show = [](const PoolConfig& p) { return showBool(p.preconnect); },
     },
     PoolKey{
         .name = "client_connections", .type = "integer", .origin = KeyOrigin::Twemproxy,
-        .meaning = "Most client connections the pool accepts at once; 0: unlimited (the OS "
-                   "limit still applies).",
+        .meaning = "Most client connections the pool accepts at once; one more is answered "
+                   "`ERROR Too many open connections` and closed (memcached's answer). 0: "
+                   "unlimited (the OS limit on open files still applies). Default 1024, "
+                   "memcached's `-c` (twemproxy's is unlimited): a client that leaks connections "
+                   "then meets a clear error instead of using up the process's file descriptors, "
+                   "which would stop every other client's accepts and backend connects. Raise it "
+                   "with the fd limit (`LimitNOFILE`, `ulimit -n`) for many clients.",
         .apply = [](ValueReader& v, PoolConfig& p) {
           setNumber(v, p.client_connections, 0, kIntMax);
         },
@@ -295,7 +309,8 @@ const std::array kPoolKeys = {
     },
     PoolKey{
         .name = "server_failure_limit", .type = "integer", .origin = KeyOrigin::Twemproxy,
-        .meaning = "Consecutive failures that eject a server when `auto_eject_hosts` is true.",
+        .meaning = "Consecutive failures that eject a server when `auto_eject_hosts` is true "
+                   "(twemproxy's default).",
         .apply = [](ValueReader& v, PoolConfig& p) {
           setNumber(v, p.server_failure_limit, 0, kIntMax);
         },
@@ -303,15 +318,19 @@ const std::array kPoolKeys = {
     },
     PoolKey{
         .name = "tcpkeepalive", .type = "bool", .origin = KeyOrigin::Twemproxy,
-        .meaning = "Set SO_KEEPALIVE on accepted client connections, so dead clients are "
-                   "noticed.",
+        .meaning = "Set SO_KEEPALIVE on accepted client connections, so a client whose host "
+                   "vanished without closing is noticed (after the kernel's keepalive time, 2 h "
+                   "by default) and its connection, and its `client_connections` slot, freed. "
+                   "Default true, as memcached's sockets (twemproxy's is false).",
         .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.tcpkeepalive); },
         .show = [](const PoolConfig& p) { return showBool(p.tcpkeepalive); },
     },
     PoolKey{
         .name = "reuseport", .type = "bool", .origin = KeyOrigin::Twemproxy,
         .meaning = "Set SO_REUSEPORT on the listening socket, so several processes can listen "
-                   "on the same address.",
+                   "on the same address. Off by default: with it, a second mcring (or another "
+                   "program of the same user) started by mistake silently takes half the "
+                   "connections.",
         .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.reuseport); },
         .show = [](const PoolConfig& p) { return showBool(p.reuseport); },
     },
@@ -430,8 +449,13 @@ const std::array kPoolKeys = {
     },
     PoolKey{
         .name = "allow_flush_all", .type = "bool", .origin = KeyOrigin::Mcring,
-        .meaning = "false: `flush_all` is answered with an error instead of being sent to every "
-                   "server of the pool.",
+        .meaning = "true: `flush_all` (and `flush_all <delay>`) is sent to every server of the "
+                   "pool. false: it is answered `CLIENT_ERROR flush_all not allowed` (nothing "
+                   "with `noreply`), as memcached started with `-F`, and reaches no server "
+                   "(counted in `cmd_flush_refused`). Default false: any client that can connect "
+                   "could otherwise empty every server of the pool at once, the one cache "
+                   "failure a consistent ring cannot soften (mcrouter refuses it unless enabled; "
+                   "twemproxy never forwards it).",
         .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.allow_flush_all); },
         .show = [](const PoolConfig& p) { return showBool(p.allow_flush_all); },
     },
@@ -475,6 +499,26 @@ const std::array kPoolKeys = {
           setNumber(v, p.client_idle_timeout_ms, 0, kIntMax);
         },
         .show = [](const PoolConfig& p) { return std::to_string(p.client_idle_timeout_ms); },
+    },
+    PoolKey{
+        .name = "client_request_timeout", .type = "integer (ms)", .origin = KeyOrigin::Mcring,
+        .meaning = "A client connection that has sent part of a request (a command line without "
+                   "its newline, or a storage command whose data block has not all arrived) is "
+                   "closed, without a reply, if the rest has not arrived this many ms after the "
+                   "part was first seen: a deadline for the whole request, not a gap between "
+                   "bytes, so a client that drips a byte now and then is closed too (counted in "
+                   "`client_request_timeout_closed`). Time spent unread because mcring holds "
+                   "back (the client's replies unread, memory for a large request) does not "
+                   "count. Checked as `client_idle_timeout`: closed between the timeout and two "
+                   "checks after it. 0: never. Default 30000, as a web server's header timeout: "
+                   "a whole request, even a `set` of 1 MiB at 35 KB/s, arrives well within it, "
+                   "while a half-sent request would otherwise hold its connection, its "
+                   "`client_connections` slot and its buffered bytes for ever. Raise it with "
+                   "`item_size_max` for clients on slow links.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.client_request_timeout_ms, 0, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.client_request_timeout_ms); },
     },
     PoolKey{
         .name = "warmup_window", .type = "integer (ms)", .origin = KeyOrigin::Mcring,

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <string>
 
 #include "config/config.h"
@@ -15,6 +14,7 @@
 #include "proxy/cli/plan_command.h"
 #include "proxy/cli/route_command.h"
 #include "proxy/common/log.h"
+#include "proxy/common/written_file.h"
 #include "proxy/control/proxy.h"
 #include "proxy/net/event_loop.h"
 
@@ -194,7 +194,16 @@ int main(int argc, char** argv) {
     return testConfig(options.config_path);
   }
 
-  mcring::common::logInit(verbosity, log_file);
+  std::string error;
+  if (!mcring::common::logInit(verbosity, log_file, &error)) {
+    std::fprintf(stderr, "mcring: %s\n", error.c_str());
+    return 1;
+  }
+  mcring::common::PidFile pid;
+  if (!pid_file.empty() && !pid.open(pid_file, &error)) {
+    MCRING_LOG(Error, "%s", error.c_str());
+    return 1;
+  }
   signal(SIGPIPE, SIG_IGN);
   keepMallocTopPad();
   mcring::net::initThreading();
@@ -202,14 +211,14 @@ int main(int argc, char** argv) {
   mcring::core::Proxy proxy(options);
   if (!proxy.start()) {
     MCRING_LOG(Error, "mcring could not start");
+    pid.remove(/*started=*/false);
     return 1;
   }
-  if (!pid_file.empty()) {
-    std::ofstream(pid_file) << getpid() << "\n";
+  // Checked when opened; a write that fails now (a full disk) does not stop a running proxy.
+  if (!pid_file.empty() && !pid.write(getpid(), &error)) {
+    MCRING_LOG(Error, "%s", error.c_str());
   }
   int rc = proxy.run();
-  if (!pid_file.empty()) {
-    unlink(pid_file.c_str());
-  }
+  pid.remove(/*started=*/true);
   return rc;
 }

@@ -6,11 +6,15 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdarg>
 #include <cstdint>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <mutex>
+
+#include "proxy/common/written_file.h"
 
 namespace mcring::common {
 namespace {
@@ -22,31 +26,52 @@ std::string g_path;
 
 constexpr const char* kLevelNames[] = {"error", "warn", "notice", "info", "debug"};
 
+// Opens the log file the way written_file.h says; nullptr (and *error) if it cannot be.
+FILE* openLog(const std::string& path, std::string* error) {
+  const int fd = openLogFile(path, error);
+  if (fd < 0) {
+    return nullptr;
+  }
+  FILE* f = ::fdopen(fd, "a");
+  if (f == nullptr) {
+    *error = "cannot open log file '" + path + "': " + std::strerror(errno);
+    ::close(fd);
+  }
+  return f;
+}
+
 }  // namespace
 
-void logInit(int verbosity, const std::string& path) {
+bool logInit(int verbosity, const std::string& path, std::string* error) {
   g_verbosity.store(verbosity, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(g_mutex);
   g_path = path;
+  std::string ignored;
   if (!path.empty()) {
-    g_out = std::fopen(path.c_str(), "a");
+    g_out = openLog(path, error != nullptr ? error : &ignored);
   }
+  const bool ok = path.empty() || g_out != nullptr;
   if (g_out == nullptr) {
     g_out = stderr;
   }
+  return ok;
 }
 
 void logReopen() {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (!g_path.empty()) {
-    if (g_out != nullptr && g_out != stderr) {
-      std::fclose(g_out);
-    }
-    g_out = std::fopen(g_path.c_str(), "a");
-    if (g_out == nullptr) {
-      g_out = stderr;
-    }
+  if (g_path.empty()) {
+    return;
   }
+  std::string error;
+  FILE* next = openLog(g_path, &error);
+  if (next == nullptr) {
+    std::fprintf(g_out != nullptr ? g_out : stderr, "log not reopened: %s\n", error.c_str());
+    return;
+  }
+  if (g_out != nullptr && g_out != stderr) {
+    std::fclose(g_out);
+  }
+  g_out = next;
 }
 
 bool logEnabled(LogLevel level) {

@@ -8,10 +8,12 @@ namespace mcring::common {
 
 enum class LogLevel : int { Error = 0, Warn = 1, Notice = 2, Info = 3, Debug = 4 };
 
-void logInit(int verbosity, const std::string& path);  // path "" = stderr
+// path "" = stderr. False (and *error) if the log file cannot be opened: see openLogFile
+// (written_file.h); the log then stays on stderr.
+bool logInit(int verbosity, const std::string& path, std::string* error = nullptr);
 bool logEnabled(LogLevel level);
 void logWrite(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
-// Reopens the log file (after rotation).
+// Reopens the log file (after rotation); keeps the open one if the path cannot be opened.
 void logReopen();
 
 // Lines that a fault can repeat without end (accept failures, libevent's own messages) go through

@@ -196,8 +196,9 @@ void Proxy::onAccept(const std::string& pool, int fd) {
   const config::PoolTopology* topo = topology_->findPool(pool);
   uint32_t limit = topo != nullptr ? topo->config.client_connections : 0;
   if (limit != 0 && count->load(std::memory_order_relaxed) >= limit) {
-    // Accept-and-explain rather than refuse: the client sees why, in the protocol it speaks.
-    static constexpr char kMsg[] = "SERVER_ERROR too many connections\r\n";
+    // Accept-and-explain rather than refuse: the client sees why, in the protocol it speaks,
+    // with the line memcached sends when it is at its -c limit.
+    static constexpr char kMsg[] = "ERROR Too many open connections\r\n";
     ssize_t ignored = ::send(fd, kMsg, sizeof(kMsg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
     (void)ignored;
     ::close(fd);

@@ -289,9 +289,11 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
 void Worker::scheduleIdleSweep() {
   uint64_t smallest = 0;
   for (const auto& pool_topo : topology_->pools) {
-    const uint64_t t = pool_topo->config.client_idle_timeout_ms;
-    if (t != 0 && (smallest == 0 || t < smallest)) {
-      smallest = t;
+    for (const uint64_t t : {uint64_t{pool_topo->config.client_idle_timeout_ms},
+                             uint64_t{pool_topo->config.client_request_timeout_ms}}) {
+      if (t != 0 && (smallest == 0 || t < smallest)) {
+        smallest = t;
+      }
     }
   }
   const uint64_t period = smallest == 0 ? 0 : std::clamp<uint64_t>(smallest / 8, 10, 1000);
@@ -307,9 +309,11 @@ void Worker::scheduleIdleSweep() {
 
 void Worker::sweepIdleClients() {
   const uint64_t now_ms = common::coarseMonotonicNs() / 1000000;
-  // closeIfIdle retires the session (it leaves sessions_): walk a copy.
+  // Closing retires the session (it leaves sessions_): walk a copy.
   for (ClientSession* s : std::vector<ClientSession*>(sessions_.begin(), sessions_.end())) {
-    s->closeIfIdle(now_ms);
+    if (!s->closeIfIdle(now_ms)) {
+      s->closeIfRequestStalled(now_ms);
+    }
   }
 }
 

@@ -84,8 +84,8 @@ class Worker final : public SessionContext {
   void probeInputWaiters();
   void reapDraining();
   void checkShutdownDone();
-  // client_idle_timeout: the sweep runs only while some pool sets it, every eighth of the
-  // smallest timeout (10 ms to 1 s).
+  // client_idle_timeout and client_request_timeout: the sweep runs only while some pool sets
+  // one, every eighth of the smallest timeout (10 ms to 1 s).
   void scheduleIdleSweep();
   void sweepIdleClients();
   // Warm migration: opens a window for a pool whose placement changed, or closes it.

@@ -342,7 +342,7 @@ void Dispatcher::dispatchFlushAll(std::string_view line) {
   net::Buffer& in = src_->input();
   if (!pool_->config().allow_flush_all) {
     in.drain(req_->line_length);
-    src_->completeWith(r, protocol::kFlushAllRefusedLine);
+    refuse(r);
     return;
   }
   const protocol::Span& t = req_->noreply_token;
@@ -376,6 +376,22 @@ void Dispatcher::dispatchFlushAll(std::string_view line) {
       src_->completeWith(r, r->error_line);
     }
   }
+}
+
+// memcached -F's answer (silent with noreply), counted as memcached counts it: in cmd_flush too.
+void Dispatcher::refuse(PendingRequest* r) {
+  stats::bump(worker_.counters().cmd_flush_refused);
+  stats::bump(worker_.counters().client_errors);
+  src_->completeWith(r, r->noreply ? std::string_view() : protocol::kFlushAllRefusedLine);
+}
+
+void Dispatcher::refuseFlushAll(RequestSource& src, PoolRuntime& pool,
+                                const protocol::Request& req) {
+  begin(src, pool, req);
+  stats::bump(worker_.counters().cmd_flush);
+  PendingRequest* r = src_->newRequest(req_->command);
+  r->noreply = req_->noreply;
+  refuse(r);
 }
 
 void Dispatcher::answerLocal(std::string_view line) {

@@ -31,6 +31,10 @@ class Dispatcher {
   // gets a delete (no stale value survives a write the client believes failed).
   void invalidateTooLarge(RequestSource& src, PoolRuntime& pool, const protocol::Request& req,
                           std::string_view line);
+  // A flush_all the pool does not allow (allow_flush_all: false) whose delay did not parse:
+  // memcached -F refuses it before reading the delay, so it gets the refusal, not the
+  // delay's error. The caller has dropped its line.
+  void refuseFlushAll(RequestSource& src, PoolRuntime& pool, const protocol::Request& req);
 
  private:
   void begin(RequestSource& src, PoolRuntime& pool, const protocol::Request& req) {
@@ -57,6 +61,7 @@ class Dispatcher {
   }
   void invalidatePrevious(PendingRequest* r, BackendServer& prev, std::string_view line);
   void dispatchFlushAll(std::string_view line);
+  void refuse(PendingRequest* r);  // flush_all not allowed
   void answerLocal(std::string_view line);
   void invalidateKey(std::string_view line);
   void countForBackend(BackendServer& server, std::string_view key);

@@ -24,6 +24,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string>
+
+#include "proxy/net/unix_socket_file.h"
 
 namespace mcring::net {
 
@@ -507,7 +510,7 @@ Listener::~Listener() {
     evconnlistener_free(listener_);
   }
   if (!unix_path_.empty()) {
-    ::unlink(unix_path_.c_str());
+    removeOwnSocket(unix_path_);
   }
 }
 
@@ -523,8 +526,14 @@ std::unique_ptr<Listener> Listener::open(EventLoop& loop, const common::SocketAd
       flags |= LEV_OPT_REUSEABLE_PORT;
     }
   } else {
+    std::string refused;
+    if (!removeStaleSocket(address.toString(), &refused)) {
+      if (error != nullptr) {
+        *error = refused;
+      }
+      return nullptr;
+    }
     l->unix_path_ = address.toString();
-    ::unlink(l->unix_path_.c_str());
   }
   l->listener_ = evconnlistener_new_bind(
       loop.raw(),

@@ -88,6 +88,13 @@ void ClientSession::processInput() {
       in.drain(frame.length);
       continue;
     }
+    if (frame.kind == protocol::RequestFrameKind::Rejected && req_.command == Command::FlushAll &&
+        req_.error == protocol::RequestError::InvalidExptime &&
+        !pool_->config().allow_flush_all) {
+      in.drain(frame.length);
+      dispatcher_.refuseFlushAll(*this, *pool_, req_);
+      continue;
+    }
     if (frame.kind == protocol::RequestFrameKind::Rejected) {
       if (req_.error == protocol::RequestError::TooLarge &&
           (req_.command == Command::Set || req_.command == Command::MetaSet) &&
@@ -464,6 +471,36 @@ bool ClientSession::closeIfIdle(uint64_t now_ms) {
   stats::bump(worker_.counters().client_idle_closed);
   MCRING_LOG(Info, "client %llu: closed after %u ms idle (client_idle_timeout)",
              static_cast<unsigned long long>(id_), timeout_ms);
+  close();
+  return true;
+}
+
+bool ClientSession::closeIfRequestStalled(uint64_t now_ms) {
+  const uint32_t timeout_ms = pool_->config().client_request_timeout_ms;
+  // Part of a request is here (its line without the newline, or its line and some of its data
+  // block) or still to come (the rest of a refused data block being discarded), and mcring is
+  // reading: only the client can finish it. After a loop pass, input left while reading is
+  // always the front of one unfinished request.
+  const bool partial = timeout_ms != 0 && !closed_ && !draining_ && !closing_ && !read_eof_ &&
+                       reading_ && !waiting_input_ &&
+                       (tcp_->input().size() != 0 || framer_.discardPending() != 0);
+  if (!partial) {
+    partial_since_ms_ = 0;
+    return false;
+  }
+  // A request read since the last sweep means the partial one now is another, started since.
+  if (partial_since_ms_ == 0 || partial_requests_ != requests_) {
+    partial_since_ms_ = now_ms;
+    partial_requests_ = requests_;
+    return false;
+  }
+  if (now_ms - partial_since_ms_ < timeout_ms) {
+    return false;
+  }
+  stats::bump(worker_.counters().client_request_timeout_closed);
+  MCRING_LOG(Info, "client %llu: closed: sent part of a request (%zu bytes) and not the rest "
+             "within %u ms (client_request_timeout)",
+             static_cast<unsigned long long>(id_), tcp_->input().size(), timeout_ms);
   close();
   return true;
 }

@@ -90,6 +90,11 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   // the session (and returns true) once no sweep has seen it busy (a request read, in flight or
   // with reply bytes unwritten) for the pool's timeout.
   bool closeIfIdle(uint64_t now_ms);
+  // client_request_timeout, called by the same sweep: closes the session (and returns true) once
+  // part of one request has been waiting for the rest for the pool's timeout, counted from the
+  // first sweep that saw it. A client mcring is not reading (held back by its own replies, or
+  // waiting for memory for a large request) is not waited on.
+  bool closeIfRequestStalled(uint64_t now_ms);
 
   void onReadable() override;
   void onWritable() override;
@@ -134,6 +139,8 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   uint64_t requests_ = 0;             // requests read so far
   uint64_t idle_requests_ = 0;        // requests_ at the last idle sweep
   uint64_t idle_since_ms_ = 0;        // last sweep that saw it busy; 0: none yet
+  uint64_t partial_requests_ = 0;     // requests_ when the partial request was first seen
+  uint64_t partial_since_ms_ = 0;     // sweep that first saw it; 0: no partial request
   mutable uint64_t peak_buffered_ = 0;
   bool reading_ = true;
   bool read_eof_ = false;

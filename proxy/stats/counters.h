@@ -22,8 +22,10 @@ namespace mcring::stats {
   X(cmd_meta, Counter, "meta commands")                                                 \
   X(cmd_other, Counter, "other forwarded commands")                                     \
   X(cmd_flush, Counter, "flush_all commands")                                           \
+  X(cmd_flush_refused, Counter, "flush_all commands refused: the pool's allow_flush_all is false") \
   X(client_errors, Counter, "requests answered with a CLIENT_ERROR or ERROR by the proxy") \
   X(client_idle_closed, Counter, "client connections closed by client_idle_timeout")   \
+  X(client_request_timeout_closed, Counter, "client connections closed by client_request_timeout: part of a request sent, not the rest") \
   X(client_oom_replies, Counter, "replies refused for the memory budget (SERVER_ERROR out of memory)") \
   X(client_slow_closed, Counter, "clients closed for reading nothing for 1 s while their reply held a backend connection") \
   X(client_input_waits, Counter, "times a client receiving a large request waited for memory, unread") \

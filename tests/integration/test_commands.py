@@ -18,7 +18,8 @@ from harness import (DIRECT, ROOT, IntegrationCase, SharedClusterCase, make_tmpd
 
 
 class CommandsTest(SharedClusterCase):
-    CLUSTER_ARGS = {"n_backends": 3}
+    # flush_all is refused by default (test_flush_refused); these tests compare it with memcached.
+    CLUSTER_ARGS = {"n_backends": 3, "extra": {"allow_flush_all": "true"}}
     REFERENCE = True
 
     def setUp(self):

@@ -130,7 +130,8 @@ class DifferentialTest(IntegrationCase):
         self.tmp = make_tmpdir()
         self.ref = Memcached()
         self.backend = Memcached()
-        self.mc = Mcring([server_line(self.backend.addr)], self.tmp)
+        self.mc = Mcring([server_line(self.backend.addr)], self.tmp,
+                         extra={"allow_flush_all": "true"})  # the generator sends flush_all
 
     def tearDown(self):
         self.mc.stop()

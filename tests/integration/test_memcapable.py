@@ -52,7 +52,7 @@ class MemcapableTest(IntegrationCase):
 
     def test_memcapable_ascii(self):
         ref = self.reference()
-        cl = self.cluster(n_backends=3)
+        cl = self.cluster(n_backends=3, extra={"allow_flush_all": "true"})  # memccapable flushes
         mc_res, mc_details, mc_rc, _ = run_memcapable(ref.port)
         ep_res, ep_details, ep_rc, ep_err = run_memcapable(cl.port)
         self.assertGreaterEqual(len(mc_res), 20, "could not parse memccapable's output")

@@ -20,7 +20,7 @@ def value(i):
 
 @unittest.skipIf(Client is None, "pymemcache not importable: run with /usr/bin/python3")
 class PymemcacheTest(SharedClusterCase):
-    CLUSTER_ARGS = {"n_backends": 3}
+    CLUSTER_ARGS = {"n_backends": 3, "extra": {"allow_flush_all": "true"}}
 
     def client(self, **kw):
         c = Client((HOST, self.cl.port), connect_timeout=5, timeout=15, **kw)

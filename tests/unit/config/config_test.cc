@@ -103,6 +103,7 @@ TEST_CASE("config/examples/local.yml is what `make run` starts") {
   CHECK(p.routing.hash == routing::HashFunction::Fnv1a_64);
   CHECK(p.routing.distribution == routing::Distribution::Ketama);
   CHECK(p.timeout_ms == 1000u);
+  CHECK(p.allow_flush_all);  // a local playground
   REQUIRE(p.servers.size() == 3);
   for (size_t i = 0; i < 3; ++i) {
     CHECK(p.servers[i].identity() == "127.0.0.1:" + std::to_string(11301 + i));
@@ -145,7 +146,7 @@ TEST_CASE("config/examples/nutcracker.yml: twemproxy's memcached pools load unch
   CHECK_FALSE(omega.auto_eject_hosts);
   REQUIRE(omega.servers.size() == 2);
   CHECK(omega.servers[0].spec.weight == 100000u);
-  CHECK(omega.timeout_ms == 0u);  // not set: twemproxy waits forever
+  CHECK(omega.timeout_ms == 1000u);  // not set: twemproxy waits forever, mcring 1 s
 }
 
 TEST_CASE("config/examples/annotated.yml loads and sets what it says") {
@@ -166,28 +167,29 @@ TEST_CASE("config/examples/annotated.yml loads and sets what it says") {
 
 // --- defaults and values ---
 
-TEST_CASE("defaults are twemproxy's (nc_conf.h) and mcring's") {
+TEST_CASE("defaults are twemproxy's (nc_conf.h) but where unsafe, and mcring's") {
   Config c = loadOk("p:\n  listen: 127.0.0.1:22121\n  servers:\n    - 127.0.0.1:11211:1\n");
   const PoolConfig& p = c.pools.at(0);
   CHECK(p.routing.hash == routing::HashFunction::Fnv1a_64);        // CONF_DEFAULT_HASH
   CHECK(p.routing.distribution == routing::Distribution::Ketama);  // CONF_DEFAULT_DIST
   CHECK(p.routing.hash_tag.empty());
-  CHECK(p.timeout_ms == 0u);          // CONF_DEFAULT_TIMEOUT -1: wait forever
+  CHECK(p.timeout_ms == 1000u);       // twemproxy's -1 waits forever: a hung server holds all
   CHECK(p.backlog == 512);            // CONF_DEFAULT_LISTEN_BACKLOG
-  CHECK(p.client_connections == 0u);  // CONF_DEFAULT_CLIENT_CONNECTIONS: unlimited
+  CHECK(p.client_connections == 1024u);  // memcached's -c (twemproxy: unlimited)
   CHECK_FALSE(p.preconnect);
   CHECK_FALSE(p.auto_eject_hosts);
   CHECK(p.server_connections == 1u);
   CHECK(p.server_retry_timeout_ms == 30000u);
   CHECK(p.server_failure_limit == 2u);
-  CHECK_FALSE(p.tcpkeepalive);
+  CHECK(p.tcpkeepalive);  // as memcached's sockets (twemproxy: off)
   CHECK_FALSE(p.reuseport);
   // mcring's
   CHECK(p.routing.ketama_compat == routing::KetamaCompat::Twemproxy);
   CHECK(p.item_size_max == 1048576u);
-  CHECK(p.allow_flush_all);
+  CHECK_FALSE(p.allow_flush_all);  // memcached -F: no client empties the pool by default
   CHECK(p.max_multiget_keys == 100000u);
   CHECK(p.client_idle_timeout_ms == 0u);
+  CHECK(p.client_request_timeout_ms == 30000u);
   CHECK(p.routing.maglev_table_size == 65537u);
   CHECK(p.mark.line == 1);
   CHECK(p.mark.column == 1);
@@ -207,14 +209,15 @@ TEST_CASE("every key sets its field") {
   auto_eject_hosts: true
   server_retry_timeout: 5000
   server_failure_limit: 7
-  tcpkeepalive: true
+  tcpkeepalive: false
   reuseport: true
   redis: false
   ketama_compat: libmemcached
   item_size_max: 512k
-  allow_flush_all: false
+  allow_flush_all: true
   max_multiget_keys: 500
   client_idle_timeout: 30000
+  client_request_timeout: 5000
   maglev_table_size: 251
   servers:
     - 10.0.0.1:11211:1 a
@@ -234,17 +237,18 @@ TEST_CASE("every key sets its field") {
   CHECK(p.auto_eject_hosts);
   CHECK(p.server_retry_timeout_ms == 5000u);
   CHECK(p.server_failure_limit == 7u);
-  CHECK(p.tcpkeepalive);
+  CHECK_FALSE(p.tcpkeepalive);
   CHECK(p.reuseport);
   CHECK(p.routing.ketama_compat == routing::KetamaCompat::Libmemcached);
   CHECK(p.item_size_max == 512u * 1024);
-  CHECK_FALSE(p.allow_flush_all);
+  CHECK(p.allow_flush_all);
   CHECK(p.max_multiget_keys == 500u);
   CHECK(p.client_idle_timeout_ms == 30000u);
+  CHECK(p.client_request_timeout_ms == 5000u);
   CHECK(p.routing.maglev_table_size == 251u);
   REQUIRE(p.servers.size() == 2);
   CHECK(p.servers[0].spec.name == "a");
-  CHECK(p.servers[1].mark.line == 25);
+  CHECK(p.servers[1].mark.line == 26);
 }
 
 TEST_CASE("quoted scalars count as their text, as in twemproxy") {
@@ -619,7 +623,7 @@ TEST_CASE("unreadable file") {
   LoadResult directory = loadConfigFile("config/examples");
   REQUIRE(directory.errors.size() == 1);
   CHECK(directory.errors[0].toString() ==
-        "config/examples: cannot read config file: Is a directory");
+        "config/examples: cannot read config file: it is a directory, not a regular file");
 }
 
 TEST_CASE("all errors at once, across pools, in file order") {

@@ -194,6 +194,77 @@ TEST_CASE("client_idle_timeout closes an idle client, not one waiting on a backe
   CHECK(busy.read(5) == "END\r\n");
 }
 
+TEST_CASE("client_request_timeout closes half-sent requests after the timeout, not before") {
+  FakeBackend b0;
+  // Swept every 125 ms. mcring's clock is real time plus what the test adds.
+  DataPlane dp({&b0}, "  client_request_timeout: 1000\n");
+  auto line = dp.connect();  // a command line without its newline
+  auto data = dp.connect();  // a set whose data block stops half-way
+  auto slow = dp.connect();  // a whole request, in two parts over 400 ms and more
+  auto quiet = dp.connect();  // sends nothing: idle, which this timeout leaves alone
+  REQUIRE(line.send("get half"));
+  REQUIRE(data.send("set k 0 0 10\r\nabcd"));
+  REQUIRE(slow.send("get sl"));
+  const auto start = Clock::now();
+  // 400 ms added and two sweeps (~250 ms real): well short of 1000, nobody is closed.
+  CHECK(line.silentFor(130));
+  mcring::common::advanceClockForTest(400'000'000ULL);
+  CHECK(line.silentFor(130));
+  CHECK(data.silentFor(5));
+  CHECK(dp.counters().client_request_timeout_closed.load() == 0);
+  REQUIRE(slow.send("ow\r\n"));
+  REQUIRE(b0.expect("get slow\r\n") == "get slow\r\n");
+  REQUIRE(b0.send("END\r\n"));
+  CHECK(slow.read(5) == "END\r\n");
+  // Past 1000 ms: the two half-sent requests are closed, without a reply.
+  bool closed = false;
+  while (!closed && msSince(start) < 3000) {
+    mcring::common::advanceClockForTest(100'000'000ULL);
+    closed = line.waitClosed(20) && data.waitClosed(20);
+  }
+  CHECK(closed);
+  CHECK(dp.counters().client_request_timeout_closed.load() == 2);
+  CHECK(b0.readQuiet(20).empty());  // the half set never reached the backend
+  // Much later, the slow client and the quiet one are still served.
+  mcring::common::advanceClockForTest(5'000'000'000ULL);
+  CHECK(quiet.silentFor(300));
+  REQUIRE(slow.send("mn\r\n"));
+  CHECK(slow.readUntil("\r\n") == "MN\r\n");
+  REQUIRE(quiet.send("mn\r\n"));
+  CHECK(quiet.readUntil("\r\n") == "MN\r\n");
+  CHECK(dp.counters().client_request_timeout_closed.load() == 2);
+}
+
+TEST_CASE("client_request_timeout: a new partial request restarts the clock, 0 turns it off") {
+  FakeBackend b0;
+  DataPlane dp({&b0}, "  client_request_timeout: 400\n");
+  auto piped = dp.connect();  // whole requests, each followed by the start of the next
+  // (mn: answered by mcring itself, so no backend is involved)
+  for (int i = 0; i < 8; ++i) {
+    REQUIRE(piped.send(i == 0 ? "m" : "n\r\nm"));
+    if (i > 0) {
+      CHECK(piped.readUntil("\r\n") == "MN\r\n");
+    }
+    mcring::common::advanceClockForTest(100'000'000ULL);  // 800 ms in all, 100 ms per request
+    CHECK(piped.silentFor(60));
+  }
+  CHECK(dp.counters().client_request_timeout_closed.load() == 0);
+
+  DataPlane off({&b0}, "  client_request_timeout: 0\n  client_idle_timeout: 400\n");
+  auto half = off.connect();
+  REQUIRE(half.send("get half"));
+  // The idle timeout (a partial line counts as idle) closes it; the request timeout does not.
+  bool closed = false;
+  const auto start = Clock::now();
+  while (!closed && msSince(start) < 3000) {
+    mcring::common::advanceClockForTest(100'000'000ULL);
+    closed = half.waitClosed(20);
+  }
+  CHECK(closed);
+  CHECK(off.counters().client_request_timeout_closed.load() == 0);
+  CHECK(off.counters().client_idle_closed.load() == 1);
+}
+
 TEST_CASE("a client that half-closes still gets every reply it asked for, then EOF") {
   FakeBackend b0;
   DataPlane dp({&b0});
