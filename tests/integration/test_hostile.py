@@ -226,5 +226,92 @@ class LongGatLineTest(HostileBase):
             self.assertEqual(reply, b"END\r\nMN\r\n", who)
 
 
+@requires_proxy
+class GatAttackTest(HostileBase):
+    """An attacker's 72 KB `gat` lines beside a victim's 30-key gets on the same worker and
+    backend connections. memcached closes a connection on a non-get line with no newline in its
+    first 2,048 bytes; mcring forwarded such lines whole, so every request in flight on that
+    shared connection failed (1,488 ok / 27,103 SERVER_ERROR in 3 s), and with auto_eject_hosts
+    two lines ejected 2 of 3 servers. mcring now sends a long gat to each server as lines under
+    2048 bytes."""
+    N_BACKENDS = 3
+    MC_ARGS = ()
+
+    def setUp(self):
+        super().setUp()
+        self.proxy.stop()
+        self.proxy = Mcring([server_line(m.addr) for m in self.mcs], self.tmp, timeout_ms=2000,
+                            extra={"auto_eject_hosts": "true", "server_failure_limit": 2,
+                                   "server_retry_timeout": 30000})
+        self.addCleanup(self.proxy.stop)
+        self.port = self.proxy.port
+
+    def test_victim_unharmed_and_no_server_ejected(self):
+        keys = [b"v%02d" % i for i in range(30)]
+        with socket.create_connection((HOST, self.port), timeout=10) as s:
+            s.sendall(b"".join(b"set %s 0 0 1\r\nx\r\n" % k for k in keys))
+            want = b"STORED\r\n" * len(keys)
+            got = b""
+            while len(got) < len(want):
+                got += s.recv(65536)
+            self.assertEqual(got, want)
+        attack = b"gat 0 " + b" ".join(b"k%06d" % i for i in range(9000)) + b"\r\n"
+        self.assertGreater(len(attack), 70000)
+        stop = threading.Event()
+        attacks = [0]
+
+        def attacker():
+            deadline = time.monotonic() + 10
+            while not stop.is_set() and time.monotonic() < deadline:
+                try:
+                    _, reply = request_within(self.port, attack, ends_with(b"END\r\n"), 5.0)
+                    if reply == b"END\r\n":
+                        attacks[0] += 1
+                except OSError:
+                    pass
+                time.sleep(0.05)
+        t = threading.Thread(target=attacker, daemon=True)
+        t.start()
+        self.addCleanup(t.join, 10)
+        self.addCleanup(stop.set)
+        ok, errors = 0, []
+        expected = b"".join(b"VALUE %s 0 1\r\nx\r\n" % k for k in keys) + b"END\r\n"
+        request = b"get " + b" ".join(keys) + b"\r\n"
+        with socket.create_connection((HOST, self.port), timeout=10) as v:
+            deadline = time.monotonic() + 2.5
+            while time.monotonic() < deadline and ok < 100000:
+                v.sendall(request)
+                buf = b""
+                while not buf.endswith(b"END\r\n") and b"ERROR" not in buf:
+                    chunk = v.recv(65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+                if buf == expected:
+                    ok += 1
+                else:
+                    errors.append(buf[:100])
+        stop.set()
+        t.join(10)
+        ejected = {k: val for k, val in self.stats_backends().items() if k.endswith(":ejected")}
+        print("gat attack: %d attack lines answered, victim %d ok / %d errors; ejected %r"
+              % (attacks[0], ok, len(errors), ejected))
+        self.assertGreater(attacks[0], 5, "the attack did not run")
+        self.assertEqual(errors, [])
+        self.assertGreater(ok, 100)
+        self.assertEqual(set(ejected.values()), {"0"}, ejected)
+
+    def stats_backends(self):
+        with socket.create_connection((HOST, self.port), timeout=10) as s:
+            s.sendall(b"stats backends\r\n")
+            buf = b""
+            while not buf.endswith(b"END\r\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                buf += chunk
+        return parse_stats(buf)
+
+
 if __name__ == "__main__":
     unittest.main()
