@@ -170,11 +170,15 @@ class StatsViews::Fetch final : public RequestOwner {
     }
   }
 
-  // `reply` is w's reply, held under its client's memory budget like any other (a merged
-  // cachedump can be megabytes): memcached's out-of-memory error if it does not fit.
+  // `reply` is w's reply. A large one (a merged cachedump can be megabytes) is held under its
+  // client's memory budget like any other reply: memcached's out-of-memory error if it does not
+  // fit. One of a few KiB (`stats`, `stats settings`, ...) is answered as mcring's local answers
+  // are, outside the budget: an operator reads stats exactly when the pool is over its budget,
+  // and such a reply is no more memory than the request that asked for it.
   static void deliver(PendingRequest* w, std::string_view reply) {
     RequestOwner* client = w->session;
-    w->reply.append(client->holdReply(*w, reply.size()) ? reply : protocol::kOutOfMemoryLine);
+    const bool fits = reply.size() <= kUnbudgetedReply || client->holdReply(*w, reply.size());
+    w->reply.append(fits ? reply : protocol::kOutOfMemoryLine);
     w->complete = true;
     client->onRequestComplete(w);
   }

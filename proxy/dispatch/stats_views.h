@@ -35,6 +35,8 @@ class StatsViews {
   static constexpr uint64_t kFreshMs = 1000;
   // The longest a view waits for a server (less if the pool's timeout is shorter).
   static constexpr uint32_t kDeadlineMs = 1000;
+  // Replies up to this size are not charged to the client's memory budget (stats_views.cc).
+  static constexpr size_t kUnbudgetedReply = 64 * 1024;
 
   StatsViews(WorkerContext& worker, const stats::StatsRenderer& renderer);
   ~StatsViews();
