@@ -19,7 +19,7 @@ import socket
 import time
 import unittest
 
-from harness import (HOST, Memcached, Mcring, free_port, make_tmpdir, remove_tmpdir, requires_proxy,
+from harness import (HOST, SANITIZED, Memcached, Mcring, free_port, make_tmpdir, remove_tmpdir, requires_proxy,
                      run_mcring, server_line)
 
 TOKEN = "s3cr3t-admin-token-0123456789abcdef"
@@ -126,6 +126,9 @@ class AdminHardeningTest(unittest.TestCase):
             for s in stalled:
                 s.close()
 
+    @unittest.skipIf(SANITIZED, "UBSan's vptr check tests memory with a pipe(), which fails with no "
+                     "descriptor left, and then reports a false 'invalid vptr' and aborts; "
+                     "make test runs this test against the release build")
     def test_exhausted_fd_limit_backs_off_and_recovers(self):
         p = self.start(nofile=64)
         lines_before = len(self.log_lines())
