@@ -184,7 +184,8 @@ void BackendConnection::checkPaused() {
   RequestOwner* s = r->session;
   const uint64_t now = common::monotonicNs();
   const uint64_t out = s != nullptr ? s->outputSize() : 0;
-  const uint64_t drained = paused_for_drained_ + (pause_start_output_ > out ? pause_start_output_ - out : 0);
+  const uint64_t drained =
+      paused_for_drained_ + (pause_start_output_ > out ? pause_start_output_ - out : 0);
   const uint64_t paused_ns = paused_for_total_ns_ + (now - pause_started_ns_);
   if (s == nullptr || !s->outputFull()) {
     paused_for_total_ns_ = paused_ns;
@@ -382,8 +383,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
           in.drain(n);
           return Step::Done;
         }
-        if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat ||
-            rep.kind == ReplyKind::Item) {
+        if (rep.isListItem()) {
           return Step::Desync;
         }
         if (r->command == protocol::Command::MetaGet &&
@@ -395,8 +395,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         return Step::More;
       }
       if (f.expect == Expect::OneUnit) {
-        if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat ||
-            rep.kind == ReplyKind::Item) {
+        if (rep.isListItem()) {
           return Step::Desync;
         }
         if (r->command == protocol::Command::MetaGet) {
@@ -472,8 +471,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       return rep.data_length == 0 ? Step::Done : Step::Desync;
     case Delivery::Warmup:
     case Delivery::WarmMeta:
-      if (rep.kind == ReplyKind::Value || rep.kind == ReplyKind::Stat ||
-            rep.kind == ReplyKind::Item) {
+      if (rep.isListItem()) {
         return Step::Desync;
       }
       server_.worker().steps().onWarmupReply(*r, f.fragment, rep, in.contiguous(n), server_);
@@ -481,7 +479,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       return Step::Done;
     case Delivery::WarmCopy:
     case Delivery::Invalidate:
-      if (rep.data_length > 0 || rep.kind == ReplyKind::Stat || rep.kind == ReplyKind::Item) {
+      if (rep.isListItem() || rep.data_length > 0) {
         return Step::Desync;
       }
       if (f.delivery == Delivery::WarmCopy) {
@@ -497,7 +495,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         return Step::Desync;
       }
       forward(*r, fr.values, n);
-      if (rep.kind == ReplyKind::Stat || rep.kind == ReplyKind::Item) {
+      if (rep.isListItem()) {  // STAT or ITEM: a VALUE has a data block, refused above
         return Step::More;
       }
       fr.done = rep.kind == ReplyKind::End || rep.kind == ReplyKind::Version || rep.isError();

@@ -56,6 +56,11 @@ struct Reply {
     return kind == ReplyKind::Error || kind == ReplyKind::ClientError ||
            kind == ReplyKind::ServerError;
   }
+  // VALUE, STAT, ITEM: a unit of a reply that goes on until END (a get's, a stats view's, a
+  // cachedump's), never the whole reply to anything.
+  bool isListItem() const {
+    return kind == ReplyKind::Value || kind == ReplyKind::Stat || kind == ReplyKind::Item;
+  }
   uint64_t totalLength() const { return line_length + data_length; }
 };
 
