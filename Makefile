@@ -60,7 +60,7 @@ test-asan-run:
 	cd build-asan && \
 	  MCRING_SANITIZED=1 ASAN_OPTIONS=detect_leaks=1:log_path=$(SAN_LOGS)/asan \
 	  UBSAN_OPTIONS=print_stacktrace=1:log_path=$(SAN_LOGS)/ubsan \
-	  ctest --output-on-failure -j3 --timeout 900 -R '^(unit_|integration_)'
+	  ctest --output-on-failure -j2 --timeout 900 -R '^(unit_|integration_)'
 	@if ls $(SAN_LOGS)/* >/dev/null 2>&1; then \
 	  echo "sanitizer reports:"; cat $(SAN_LOGS)/*; exit 1; \
 	else echo "sanitizers: no reports"; fi
