@@ -461,10 +461,11 @@ const std::array kPoolKeys = {
     },
     PoolKey{
         .name = "allow_dump", .type = "bool", .origin = KeyOrigin::Mcring,
-        .meaning = "true: `stats cachedump` (what `memcdump` sends) is sent to every server of "
-                   "the pool and their keys listed together. false: it is answered `CLIENT_ERROR "
-                   "stats cachedump not allowed`, as by a memcached started with `-X`; key dumps "
-                   "let any client list the pool's keys.",
+        .meaning = "true: `stats cachedump` (what `memcdump` sends) and `lru_crawler metadump` "
+                   "are sent to every server of the pool and their keys listed together. false: "
+                   "they are answered `CLIENT_ERROR stats cachedump not allowed` and `ERROR "
+                   "metadump not allowed`, as by a memcached started with `-X`; key dumps let any "
+                   "client list the pool's keys.",
         .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.allow_dump); },
         .show = [](const PoolConfig& p) { return showBool(p.allow_dump); },
     },

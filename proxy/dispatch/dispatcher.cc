@@ -429,6 +429,16 @@ void Dispatcher::answerLocal(std::string_view line) {
         }
       }
       break;
+    case Command::LruCrawler:
+      if (!pool_->config().allow_dump) {
+        stats::bump(worker_.counters().client_errors);
+        out = protocol::kMetadumpRefusedLine;
+        break;
+      }
+      out = line.substr(0, req_->line_length);
+      src_->input().drain(req_->line_length);
+      dumps_.answer(*pool_, r, out);
+      return;
     default:
       out = "ERROR\r\n";
       break;

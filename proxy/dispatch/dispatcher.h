@@ -2,7 +2,7 @@
 // splits a multi-get into per-server fragments (or shared get lines, coalesce_gets), forwards a
 // storage command's data block without copying it, broadcasts flush_all, answers version,
 // verbosity, quit and mn itself, merges memcached's stats views and version from the pool's
-// servers (stats_views.h), and adds warm-up steps (invalidating a moved key's
+// servers (stats_views.h) and their `lru_crawler metadump`s (metadump.h), and adds warm-up steps (invalidating a moved key's
 // previous copy). The reply comes back through the backend connections and
 // dispatch/completion.h. Worker-thread only.
 #pragma once
@@ -14,6 +14,7 @@
 #include "proxy/backend/backend_server.h"
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/worker_context.h"
+#include "proxy/dispatch/metadump.h"
 #include "proxy/dispatch/request_source.h"
 #include "proxy/dispatch/stats_views.h"
 #include "proxy/protocol/request.h"
@@ -22,7 +23,8 @@ namespace mcring::core {
 
 class Dispatcher {
  public:
-  Dispatcher(WorkerContext& worker, StatsViews& views) : worker_(worker), views_(views) {}
+  Dispatcher(WorkerContext& worker, StatsViews& views, Metadumps& dumps)
+      : worker_(worker), views_(views), dumps_(dumps) {}
 
   // `req` was framed from `line`, at the front of src.input() (with its data block, if any).
   void dispatch(RequestSource& src, PoolRuntime& pool, const protocol::Request& req,
@@ -72,6 +74,7 @@ class Dispatcher {
 
   WorkerContext& worker_;
   StatsViews& views_;
+  Metadumps& dumps_;
   // The request being dispatched (set by begin()).
   RequestSource* src_ = nullptr;
   PoolRuntime* pool_ = nullptr;

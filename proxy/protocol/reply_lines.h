@@ -19,5 +19,7 @@ inline constexpr std::string_view kFlushAllRefusedLine = "CLIENT_ERROR flush_all
 // memcached started with -X (dumping disabled); mcring: the pool's allow_dump is false.
 inline constexpr std::string_view kCacheDumpRefusedLine =
     "CLIENT_ERROR stats cachedump not allowed\r\n";
+// memcached -X's answer to `lru_crawler metadump`.
+inline constexpr std::string_view kMetadumpRefusedLine = "ERROR metadump not allowed\r\n";
 
 }  // namespace mcring::protocol

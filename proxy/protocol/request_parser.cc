@@ -281,6 +281,8 @@ class LineParser {
         return parseVerbosity();
       case Command::FlushAll:
         return parseFlushAll();
+      case Command::LruCrawler:
+        return parseLruCrawler();
       default:
         // mn, version, quit, stats: memcached ignores or reads their arguments itself.
         return ParseStatus::Ok;
@@ -545,6 +547,16 @@ class LineParser {
     uint64_t level = 0;
     if (!safeStrtoull(tok(1), &level)) {
       return fail(RequestError::BadCommandLine);
+    }
+    return ParseStatus::Ok;
+  }
+
+  // Of memcached's lru_crawler commands only `lru_crawler metadump <classes|all|hash>` is served
+  // (for the pool: dispatch/metadump.h); the others tune one server's crawler, so they are
+  // unknown commands here.
+  ParseStatus parseLruCrawler() {
+    if (count() != 3 || tok(1) != "metadump") {
+      return fail(RequestError::UnknownCommand);
     }
     return ParseStatus::Ok;
   }

@@ -21,7 +21,7 @@ ClientSession::ClientSession(SessionContext& worker, PoolRuntime& pool, uint64_t
       id_(id),
       open_count_(std::move(open_count)),
       framer_(pool.parser),
-      dispatcher_(worker, worker.statsViews()) {}
+      dispatcher_(worker, worker.statsViews(), worker.metadumps()) {}
 
 ClientSession::~ClientSession() {
   releaseSlot();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "proxy/backend/worker_context.h"
+#include "proxy/dispatch/metadump.h"
 #include "proxy/dispatch/stats_views.h"
 #include "proxy/stats/stats_renderer.h"
 
@@ -15,11 +16,13 @@ class ClientSession;
 class SessionContext : public WorkerContext {
  public:
   SessionContext(const DispatchSteps& steps, const stats::StatsRenderer& reporter)
-      : WorkerContext(steps), reporter_(reporter), stats_views_(*this, reporter) {}
+      : WorkerContext(steps), reporter_(reporter), stats_views_(*this, reporter), metadumps_(*this) {}
 
   const stats::StatsRenderer& reporter() const { return reporter_; }
   // memcached's stats views and version of this worker's pools, fetched and cached.
   StatsViews& statsViews() { return stats_views_; }
+  // `lru_crawler metadump`s in progress, over their own connections.
+  Metadumps& metadumps() { return metadumps_; }
   // Deferred destruction: a session ends itself from inside its own callbacks.
   virtual void retire(ClientSession* session) = 0;
   // Memory for large requests being received was freed: wake the sessions waiting for it soon
@@ -33,6 +36,7 @@ class SessionContext : public WorkerContext {
   const stats::StatsRenderer& reporter_;
   // Destroyed before WorkerContext's request pool, which its requests return to.
   StatsViews stats_views_;
+  Metadumps metadumps_;
 };
 
 }  // namespace mcring::core

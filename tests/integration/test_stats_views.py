@@ -5,12 +5,15 @@ against one memcached (the same keys), with values that add up over the servers;
 are cached so a storm of them does not reach the servers; a down or hung server is left out and
 counted, never waited for."""
 
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import time
 import unittest
+import urllib.parse
 
 from harness import (HOST, DIRECT, Conn, IntegrationCase, Mcring, Memcached, free_port,
                      make_tmpdir,
@@ -184,6 +187,58 @@ class StatsViewsTest(IntegrationCase):
                              b"CLIENT_ERROR stats cachedump not allowed\r\n")
             self.assertEqual(c.request(b"version\r\n")[:8], b"VERSION ")
 
+    METADUMP_LINE = re.compile(rb"^key=(\S+) exp=-?\d+ la=\d+ cas=\d+ fetch=(yes|no) cls=\d+ "
+                               rb"size=\d+$")
+
+    def metadump(self, port, arg=b"all", then=b""):
+        """The reply to `lru_crawler metadump <arg>` (and to what follows it on the line)."""
+        with Conn(HOST, port, timeout=10) as c:
+            c.send(b"lru_crawler metadump " + arg + b"\r\n" + then)
+            return c.recv_until(lambda b: b.endswith(b"\r\n") and (
+                b.endswith(b"END\r\n" + (b"MN\r\n" if then else b"")) or not b.startswith(b"key=")),
+                timeout=10)
+
+    def test_metadump_lists_every_server(self):
+        got = self.metadump(self.proxy.port)
+        exp = self.metadump(self.ref.port)
+        self.assertTrue(got.endswith(b"\nEND\r\n"), got[-200:])
+        self.assertEqual(got.count(b"END\r\n"), 1, "one END for the pool")
+        lines = got[:-len(b"END\r\n")].split(b"\n")[:-1]
+        for line in lines:
+            self.assertRegex(line, self.METADUMP_LINE)
+        keys = [self.METADUMP_LINE.match(line).group(1) for line in lines]
+        ref_keys = [self.METADUMP_LINE.match(line).group(1)
+                    for line in exp[:-len(b"END\r\n")].split(b"\n")[:-1]]
+        self.assertEqual(len(keys), len(set(keys)), "a key listed twice")
+        self.assertEqual(set(keys), set(ref_keys))
+        # memcached writes keys URI-encoded (sv:... as sv%3A...).
+        self.assertLessEqual(set(self.keys), {urllib.parse.unquote_to_bytes(k) for k in keys},
+                             "every key of both servers")
+        # One class, and memcached's own error for a class that does not exist.
+        self.assertEqual(self.metadump(self.proxy.port, b"1")[-5:], b"END\r\n")
+        self.assertEqual(self.metadump(self.proxy.port, b"99"), self.metadump(self.ref.port, b"99"))
+        self.assertEqual(self.metadump(self.proxy.port, b"99"), b"BADCLASS invalid class id\r\n")
+
+    def test_metadump_pipelines(self):
+        """memcached answers nothing pipelined after a metadump (the crawler takes its
+        connection); mcring dumps over dedicated connections, so the next request is answered."""
+        got = self.metadump(self.proxy.port, then=b"mn\r\n")
+        self.assertTrue(got.endswith(b"\nEND\r\nMN\r\n"), got[-100:])
+        with Conn(HOST, self.proxy.port) as c:
+            self.assertEqual(c.request(b"lru_crawler enable\r\n"), b"ERROR\r\n")
+            self.assertEqual(c.request(b"lru_crawler metadump\r\n"), b"ERROR\r\n")
+
+    def test_metadump_refused_by_default(self):
+        tmp = make_tmpdir()
+        self.addCleanup(remove_tmpdir, tmp)
+        p = Mcring([server_line(b.addr) for b in self.backends], tmp)
+        self.addCleanup(p.stop)
+        with Conn(HOST, p.port) as c:
+            # memcached -X's answer.
+            self.assertEqual(c.request(b"lru_crawler metadump all\r\n"),
+                             b"ERROR metadump not allowed\r\n")
+            self.assertEqual(c.request(b"version\r\n")[:8], b"VERSION ")
+
     def test_every_stat_line_is_three_tokens(self):
         """Prometheus' memcached_exporter splits each STAT line on spaces and rejects (memcached_up
         0) a line that is not exactly `STAT name value`: so even a reload error, whose text has
@@ -260,6 +315,32 @@ class StatsViewsTest(IntegrationCase):
                 self.assertEqual(got_keys, exp_keys, arg)
 
 
+    def php_stats(self, port, args):
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "php_stats.php")
+        out = subprocess.run(["php", script, HOST, str(port)] + args, capture_output=True,
+                             timeout=30, check=True).stdout
+        return json.loads(out)
+
+    @unittest.skipIf(shutil.which("php") is None, "php-cli and php-memcached not installed")
+    def test_php_memcached_get_stats_and_version(self):
+        args = ["", "items", "slabs", "settings"]
+        got = self.php_stats(self.proxy.port, args)
+        exp = self.php_stats(self.ref.port, args)
+        # getVersion() reads `version`: the servers' version exactly as memcached prints it.
+        self.assertEqual(got["version"], exp["version"])
+        self.assertRegex(got["version"], r"^1\.6\.\d+$")
+        for arg in args:
+            self.assertNotIn("error", got["stats"][arg], arg)
+            got_keys = {pattern(k) for k in got["stats"][arg]}
+            exp_keys = {pattern(k) for k in exp["stats"][arg]}
+            self.assertEqual(exp_keys - got_keys, set(), arg or "(none)")
+            if arg:
+                self.assertEqual(got_keys, exp_keys, arg)
+        general = got["stats"][""]
+        self.assertGreaterEqual(int(general["curr_items"]), N_KEYS, "summed over both servers")
+        self.assertEqual(general["version"], exp["version"])
+
+
 @unittest.skipIf(DIRECT, "a proxy's behaviour")
 class StatsViewsFailureTest(IntegrationCase):
 
@@ -297,6 +378,30 @@ class StatsViewsFailureTest(IntegrationCase):
                 st = parse_stats(c.request(b"stats\r\n"))
                 return st["mcring_stats_servers"] == "2" and st["mcring_stats_servers_failed"] == "1"
             self.assertTrue(wait_for(only_dead_failed), "the resumed server never counted again")
+
+    def test_metadump_leaves_out_a_down_server_and_survives_clients_leaving(self):
+        tmp = make_tmpdir()
+        self.addCleanup(remove_tmpdir, tmp)
+        live = Memcached()
+        self.addCleanup(live.stop)
+        dead = "%s:%d" % (HOST, free_port())
+        p = Mcring([server_line(live.addr), server_line(dead)], tmp, extra={"allow_dump": "true"})
+        self.addCleanup(p.stop)
+        with Conn(HOST, live.port) as c:
+            for i in range(50):
+                self.assertEqual(c.request(b"set md%d 0 0 1\r\nx\r\n" % i), b"STORED\r\n")
+        # Clients that ask for a dump and leave at once, before and while it arrives.
+        for _ in range(20):
+            with Conn(HOST, p.port) as c:
+                c.send(b"lru_crawler metadump all\r\nlru_crawler metadump all\r\n")
+        with Conn(HOST, p.port) as c:
+            c.send(b"lru_crawler metadump all\r\nmn\r\n")
+            got = c.recv_until(lambda b: b.endswith(b"END\r\nMN\r\n"), timeout=10)
+            self.assertTrue(got.endswith(b"\nEND\r\nMN\r\n"), got[-200:])
+            self.assertEqual(got.count(b"key=md"), 50)
+            st = parse_stats(c.request(b"stats\r\n"))
+            self.assertGreaterEqual(int(st["stats_fetch_failures"]), 1, "the dead server counted")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -316,6 +316,11 @@ const std::vector<RequestCase> kOther = {
     {"verbosity abc\r\n", {"!verbosity bad_command_line len=15", kDone}},
     {"verbosity noreply\r\n", {"!verbosity bad_command_line noreply len=19", kDone}},  // nothing
     {"flush_all\r\n", {"flush_all args=[] len=11", kDone}},                            // OK
+    {"lru_crawler metadump all\r\n", {"lru_crawler args=[metadump all] len=26", kDone}},
+    {"lru_crawler metadump 1,2\r\n", {"lru_crawler args=[metadump 1,2] len=26", kDone}},
+    {"lru_crawler metadump\r\n", {"!unknown_command len=22", kDone}},           // ERROR
+    {"lru_crawler metadump all x\r\n", {"!unknown_command len=28", kDone}},     // ERROR
+    {"lru_crawler enable\r\n", {"!unknown_command len=20", kDone}},  // one server's crawler
     {"flush_all 0\r\n", {"flush_all args=[0] len=13", kDone}},
     {"flush_all -1\r\n", {"flush_all args=[-1] len=14", kDone}},
     {"flush_all noreply\r\n", {"flush_all noreply=[ noreply] args=[noreply] len=19", kDone}},

@@ -1,0 +1,55 @@
+// `lru_crawler metadump <classes|all|hash>` for a pool: every server's dump, in pool order, closed
+// by one END (what libmemcached's memcdump and other key listers read).
+//
+// memcached hands the connection a metadump arrives on to its crawler thread: it answers no
+// request pipelined after it, and none before it may still await a reply ("ERROR cannot
+// pipeline other commands before metadump"). So a dump never travels over the shared, pipelined
+// backend connections: each one opens a dedicated connection per server, sends the one line,
+// reads to END and closes. The dump is held under the client's memory budget as it arrives
+// (memcached's out-of-memory reply if it does not fit) and answered when every server is done;
+// a server that cannot be reached, errs or goes quiet for longer than the idle limit is left out
+// and counted (stats_fetch_failures), as in the merged stats views. Allowed only where the pool
+// sets `allow_dump`. Worker-thread only.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "proxy/backend/pending_request.h"
+#include "proxy/backend/pool_runtime.h"
+#include "proxy/backend/worker_context.h"
+#include "proxy/net/event_loop.h"
+
+namespace mcring::core {
+
+class Metadumps {
+ public:
+  // A server that sends nothing for this long (or the pool's timeout, if longer) is left out.
+  static constexpr uint32_t kIdleMs = 5000;
+
+  explicit Metadumps(WorkerContext& worker);
+  ~Metadumps();
+  Metadumps(const Metadumps&) = delete;
+  Metadumps& operator=(const Metadumps&) = delete;
+
+  // Answers `r` (in its client's FIFO, its line drained): `line` is the request line as the
+  // client sent it, with its terminator.
+  void answer(PoolRuntime& pool, PendingRequest* r, std::string_view line);
+
+  size_t inFlight() const { return dumps_.size(); }
+
+ private:
+  class Dump;
+  friend class Dump;
+  // Dumps finish inside their connections' callbacks; they are destroyed from the loop.
+  void retire();
+
+  WorkerContext& worker_;
+  std::list<std::unique_ptr<Dump>> dumps_;
+  net::Timer reaper_;
+};
+
+}  // namespace mcring::core
