@@ -34,17 +34,20 @@ std::string_view prefix(net::Buffer& b, size_t n) {
 // the answer lists the servers in pool order whatever order they finish in.
 class Metadumps::Dump {
  public:
-  Dump(Metadumps& owner, PoolRuntime& pool, PendingRequest* r, std::string_view line)
+  // Takes over q's reference on its request.
+  Dump(Metadumps& owner, Queued q)
       : owner_(owner),
-        r_(r),
-        line_(line),
-        timeout_ms_(std::max(pool.config().timeout_ms, kIdleMs)),
+        r_(q.r),
+        line_(std::move(q.line)),
+        timeout_ms_(q.timeout_ms),
         retries_left_(kIdleMs / kRetryMs) {
-    ++r_->refs;
-    servers_.reserve(pool.by_index.size());
-    for (BackendServer* server : pool.by_index) {
-      servers_.push_back(std::make_unique<Server>(*this, server->address()));
+    servers_.reserve(q.servers.size());
+    for (common::SocketAddress& a : q.servers) {
+      servers_.push_back(std::make_unique<Server>(*this, std::move(a)));
     }
+  }
+
+  void start() {
     for (auto& s : servers_) {
       ask(*s);
     }
@@ -264,13 +267,41 @@ class Metadumps::Dump {
 
 Metadumps::Metadumps(WorkerContext& worker)
     : worker_(worker), reaper_(worker.loop(), [this] {
-        dumps_.remove_if([](const std::unique_ptr<Dump>& d) { return d->finished(); });
+        if (active_ && active_->finished()) {
+          active_.reset();
+        }
+        startNext();
       }) {}
 
-Metadumps::~Metadumps() = default;
+Metadumps::~Metadumps() {
+  active_.reset();
+  for (Queued& q : queue_) {
+    worker_.requests().release(q.r);
+  }
+}
 
 void Metadumps::answer(PoolRuntime& pool, PendingRequest* r, std::string_view line) {
-  dumps_.push_back(std::make_unique<Dump>(*this, pool, r, line));
+  Queued q{r, std::string(line), {}, std::max(pool.config().timeout_ms, kIdleMs)};
+  ++r->refs;
+  q.servers.reserve(pool.by_index.size());
+  for (BackendServer* server : pool.by_index) {
+    q.servers.push_back(server->address());
+  }
+  queue_.push_back(std::move(q));
+  startNext();
+}
+
+void Metadumps::startNext() {
+  while (!active_ && !queue_.empty()) {
+    Queued q = std::move(queue_.front());
+    queue_.pop_front();
+    if (q.r->session == nullptr) {  // its client left while it waited
+      worker_.requests().release(q.r);
+      continue;
+    }
+    active_ = std::make_unique<Dump>(*this, std::move(q));
+    active_->start();  // may finish at once (no server reachable): then reaped from the loop
+  }
 }
 
 void Metadumps::retire() {

@@ -9,18 +9,27 @@
 // (memcached's out-of-memory reply if it does not fit) and answered when every server is done;
 // a server that cannot be reached, errs or goes quiet for longer than the idle limit is left out
 // and counted (stats_fetch_failures), as in the merged stats views. Allowed only where the pool
-// sets `allow_dump`. Worker-thread only.
+// sets `allow_dump`.
+//
+// A server's crawler runs one dump at a time, so a worker runs one dump at a time too and
+// queues the rest (bounded by every client's cap on requests in flight): a client that
+// pipelines a thousand dumps costs each server one connection, not a thousand. A queued dump
+// keeps its servers' addresses, not the pool, which a reload may retire meanwhile.
+// Worker-thread only.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <list>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "proxy/backend/pending_request.h"
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/worker_context.h"
+#include "proxy/common/socket_address.h"
 #include "proxy/net/event_loop.h"
 
 namespace mcring::core {
@@ -39,16 +48,26 @@ class Metadumps {
   // client sent it, with its terminator.
   void answer(PoolRuntime& pool, PendingRequest* r, std::string_view line);
 
-  size_t inFlight() const { return dumps_.size(); }
+  size_t queued() const { return queue_.size(); }
 
  private:
   class Dump;
   friend class Dump;
-  // Dumps finish inside their connections' callbacks; they are destroyed from the loop.
+  // A dump waiting for its turn (holding a reference on its request).
+  struct Queued {
+    PendingRequest* r;
+    std::string line;
+    std::vector<common::SocketAddress> servers;
+    uint32_t timeout_ms;
+  };
+  // Dumps finish inside their connections' callbacks; they are destroyed from the loop, and the
+  // next queued one starts then.
   void retire();
+  void startNext();
 
   WorkerContext& worker_;
-  std::list<std::unique_ptr<Dump>> dumps_;
+  std::unique_ptr<Dump> active_;
+  std::deque<Queued> queue_;
   net::Timer reaper_;
 };
 

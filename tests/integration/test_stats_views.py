@@ -228,6 +228,18 @@ class StatsViewsTest(IntegrationCase):
             self.assertEqual(c.request(b"lru_crawler enable\r\n"), b"ERROR\r\n")
             self.assertEqual(c.request(b"lru_crawler metadump\r\n"), b"ERROR\r\n")
 
+    def test_metadump_pipelined_many_times(self):
+        """Every one of many pipelined dumps is answered whole, in order (a server's crawler runs
+        one dump at a time: mcring queues them instead of opening a connection per dump)."""
+        n = 25
+        with Conn(HOST, self.proxy.port, timeout=30) as c:
+            c.send(b"lru_crawler metadump all\r\n" * n + b"mn\r\n")
+            got = c.recv_until(lambda b: b.endswith(b"END\r\nMN\r\n"), timeout=30)
+        dumps = got[:-len(b"MN\r\n")].split(b"END\r\n")[:-1]
+        self.assertEqual(len(dumps), n)
+        for d in dumps:
+            self.assertGreaterEqual(d.count(b"\n"), N_KEYS, d[:200])
+
     def test_metadump_refused_by_default(self):
         tmp = make_tmpdir()
         self.addCleanup(remove_tmpdir, tmp)
