@@ -64,8 +64,8 @@ class BackendConnection : public net::ConnectionHandler {
   void expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect expect,
               uint64_t bytes);
 
-  // Fails everything in flight and closes (on a fault of this connection, when a drained server
-  // is released, and at shutdown).
+  // Fails everything in flight and closes (on a timeout or a failed connect, when a drained
+  // server is released, and at shutdown); counts towards the server's failures.
   void abort(BackendFailure why);
 
   void onConnected() override;
@@ -81,6 +81,7 @@ class BackendConnection : public net::ConnectionHandler {
     Expect expect;
     uint64_t sent_us;
     bool line_end = false;  // SharedLine: the last request of its line (the END is its)
+    bool replayed = false;  // already sent again once after a connection closed under it
   };
   // Result of handing one reply unit to the head expectation. Pass: the head is over and the
   // unit belongs to the next one (a shared line's VALUE for a later request's key, its END or
@@ -103,6 +104,14 @@ class BackendConnection : public net::ConnectionHandler {
   void resume();
   void finish(InFlight& f);
   void failAll(BackendFailure why);
+  void failEach(std::deque<InFlight>& failed, BackendFailure why);
+  // The server closed this connection (or its replies stopped making sense) while it was
+  // connected: a working server does that because of what a request asked (see the .cc), so
+  // this is not counted as the server's failure; retrievals are replayed, the rest fail.
+  void closeUnexpectedly(BackendFailure why);
+  bool replayable(const InFlight& f, bool head) const;
+  void resend(InFlight& f);
+  void closeSocket();
   void updateTimeout();
 
   BackendServer& server_;
