@@ -25,7 +25,7 @@ BackendConnection::BackendConnection(BackendServer& server) : server_(server) {}
 
 BackendConnection::~BackendConnection() {
   // Owners abort before destroying; anything left is failed so no request dangles.
-  if (!inflight_.empty()) {
+  if (!idle()) {
     failAll(BackendFailure::ConnectionClosed);
   }
 }
@@ -127,6 +127,9 @@ void BackendConnection::onReadable() {
       uint64_t now = monotonicMicros();
       server_.stats().latency.record(now > done.sent_us ? now - done.sent_us : 0);
       finish(done);
+      if (replay_waits_for_ > 0 && --replay_waits_for_ == 0) {
+        sendNextReplay();
+      }
     }
   }
   if (inflight_.empty() && in.size() > 0) {
@@ -529,6 +532,9 @@ void BackendConnection::finish(InFlight& f) {
 void BackendConnection::failAll(BackendFailure why) {
   std::deque<InFlight> failed;
   failed.swap(inflight_);
+  failed.insert(failed.end(), replays_.begin(), replays_.end());
+  replays_.clear();
+  replay_waits_for_ = 0;
   shared_command_ = {};  // its bytes went with the connection
   shared_length_ = 0;
   hits_in_reply_ = 0;
@@ -627,7 +633,10 @@ void BackendConnection::closeUnexpectedly(BackendFailure why) {
   }
   std::deque<InFlight> owed;
   owed.swap(inflight_);
+  // Replays of an earlier close not sent yet had no part in this one: they keep their turn.
   std::deque<InFlight> again;
+  again.swap(replays_);
+  replay_waits_for_ = 0;
   std::deque<InFlight> failed;
   for (size_t i = 0; i < owed.size(); ++i) {
     (replayable(owed[i], i == 0) ? again : failed).push_back(owed[i]);
@@ -638,14 +647,8 @@ void BackendConnection::closeUnexpectedly(BackendFailure why) {
   closeSocket();
   if (!again.empty()) {
     if (ensureConnected()) {
-      for (InFlight& f : again) {
-        f.replayed = true;
-        f.sent_us = common::monotonicNs() / 1000;
-        resend(f);
-        inflight_.push_back(f);
-        stats::bump(c.replayed_requests);
-      }
-      updateTimeout();
+      replays_.swap(again);
+      sendNextReplay();
     } else {
       failed.insert(failed.end(), again.begin(), again.end());  // the connect failure counted
     }
@@ -655,13 +658,35 @@ void BackendConnection::closeUnexpectedly(BackendFailure why) {
   }
 }
 
+// Everything up to the previous replay is answered: send the next one (behind whatever was
+// queued meanwhile), and wait for it.
+void BackendConnection::sendNextReplay() {
+  while (!replays_.empty()) {
+    InFlight f = replays_.front();
+    replays_.pop_front();
+    if (f.req->session == nullptr) {
+      finish(f);  // its client left: nothing to ask
+      continue;
+    }
+    ++f.replays;
+    resend(f);
+    inflight_.push_back(f);
+    replay_waits_for_ = inflight_.size();
+    updateTimeout();
+    return;
+  }
+}
+
 // Safe to send again: a retrieval with no side effect beyond what repeating it repeats (get,
 // gets; gat, gats and touch set the same TTL again; an mg the dispatcher marked, without N, R or
-// q), that got no byte of its reply yet (`head`: the first unanswered one), sent once so far, for
-// a client still there, and not part of a warm-up (whose second hops keep state of their own).
+// q), that got no byte of its reply yet, for a client still there, and not part of a warm-up
+// (whose second hops keep state of their own). `head`: the first unanswered request, the one
+// memcached most likely gave up on: once it was sent again, it is not sent a third time. One
+// behind it was sent before the culprit could be read (memcached reads in order), so it may go
+// again, up to kMaxReplays times.
 bool BackendConnection::replayable(const InFlight& f, bool head) const {
   const PendingRequest& r = *f.req;
-  if (f.replayed || r.session == nullptr || r.refused || r.warm) {
+  if (f.replays >= (head ? 1 : kMaxReplays) || r.session == nullptr || r.refused || r.warm) {
     return false;
   }
   switch (f.delivery) {
@@ -684,7 +709,9 @@ bool BackendConnection::replayable(const InFlight& f, bool head) const {
 // requests may not be replayed), so it now expects a retrieval reply of its own.
 void BackendConnection::resend(InFlight& f) {
   PendingRequest& r = *f.req;
-  net::Buffer& out = tcp_->output();
+  f.sent_us = monotonicMicros();
+  stats::bump(server_.worker().counters().replayed_requests);
+  net::Buffer& out = output();
   if (f.delivery == Delivery::Direct) {
     out.append(r.resend);
     return;

@@ -42,7 +42,7 @@ class BackendConnection : public net::ConnectionHandler {
 
   enum class State : uint8_t { Closed, Connecting, Connected };
   State state() const { return state_; }
-  bool idle() const { return inflight_.empty(); }
+  bool idle() const { return inflight_.empty() && replays_.empty(); }
   size_t inflightCount() const { return inflight_.size(); }
 
   // Starts connecting if closed. Returns false if the connect could not even start.
@@ -81,13 +81,15 @@ class BackendConnection : public net::ConnectionHandler {
     Expect expect;
     uint64_t sent_us;
     bool line_end = false;  // SharedLine: the last request of its line (the END is its)
-    bool replayed = false;  // already sent again once after a connection closed under it
+    uint8_t replays = 0;  // times sent again after a connection closed under it
   };
   // Result of handing one reply unit to the head expectation. Pass: the head is over and the
   // unit belongs to the next one (a shared line's VALUE for a later request's key, its END or
   // its error).
   enum class Step : uint8_t { More, Done, Pass, Desync };
 
+  // Most times one request is sent again (bounds the work of a server that keeps closing).
+  static constexpr uint8_t kMaxReplays = 3;
   // Longest shared line (memcached reads a get line of up to 2 KB without reallocating).
   static constexpr size_t kMaxSharedLine = 2000;
   void endSharedLine();
@@ -111,6 +113,7 @@ class BackendConnection : public net::ConnectionHandler {
   void closeUnexpectedly(BackendFailure why);
   bool replayable(const InFlight& f, bool head) const;
   void resend(InFlight& f);
+  void sendNextReplay();
   void closeSocket();
   void updateTimeout();
 
@@ -119,6 +122,11 @@ class BackendConnection : public net::ConnectionHandler {
   State state_ = State::Closed;
   bool timeout_armed_ = false;
   std::deque<InFlight> inflight_;
+  // Requests to send again after an unexpected close, one at a time: the next goes once the
+  // `replay_waits_for_` expectations queued up to the last one sent are answered. So a request
+  // that makes memcached close the connection does so with no other replay in flight.
+  std::deque<InFlight> replays_;
+  size_t replay_waits_for_ = 0;
   protocol::ReplyFramer framer_;
   // Waiting for a client that streams a reply and has a full output (pause()).
   bool paused_ = false;
