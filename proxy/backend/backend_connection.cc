@@ -621,10 +621,10 @@ void BackendConnection::abort(BackendFailure why) {
 // share the connection, nor the server its place in the pool; the second shows at the next
 // connect, which fails. So a close or a desync of a connected connection is not counted towards
 // server_failure_limit or backoff (a failed connect or a timeout is); the requests in flight that
-// are safe to send twice and got nothing yet are sent again, once, on a fresh connection, in
-// their order; the others fail as before (mcring cannot know whether memcached executed them).
-// The replays go before any other work can reach the connection (finishing a failed request may
-// dispatch its client's next one), so they keep their place.
+// are safe to send twice and got nothing yet are sent again on a fresh connection, one at a time
+// in their order (sendNextReplay), the first before anything else can reach the connection
+// (finishing a failed request may dispatch its client's next one); the others fail as before
+// (mcring cannot know whether memcached executed them). docs/design.md has the rule's limits.
 void BackendConnection::closeUnexpectedly(BackendFailure why) {
   auto& c = server_.worker().counters();
   if (why == BackendFailure::ProtocolError) {
@@ -682,8 +682,8 @@ void BackendConnection::sendNextReplay() {
 // q), that got no byte of its reply yet, for a client still there, and not part of a warm-up
 // (whose second hops keep state of their own). `head`: the first unanswered request, the one
 // memcached most likely gave up on: once it was sent again, it is not sent a third time. One
-// behind it was sent before the culprit could be read (memcached reads in order), so it may go
-// again, up to kMaxReplays times.
+// behind it may go up to kMaxReplays times: memcached reads in order, so a request behind the
+// line it gave up on was never read, and a culprit behind the head is the head next time.
 bool BackendConnection::replayable(const InFlight& f, bool head) const {
   const PendingRequest& r = *f.req;
   if (f.replays >= (head ? 1 : kMaxReplays) || r.session == nullptr || r.refused || r.warm) {
