@@ -3,7 +3,9 @@
 Each step writes a random config (servers added, removed and reweighted, named or not; pools
 `beta` and `gamma` added and removed beside `alpha`; hash, distribution, coalesce_gets,
 server_connections and warm-up windows changed) or a bad file (invalid YAML, an unknown hash, no
-servers, two pools on one port), then reloads by SIGHUP or POST /reload. Meanwhile:
+servers, two pools on one port), then reloads by SIGHUP or POST /reload, a quarter of the time
+with one memcached stopped (SIGSTOP) across the reload so that requests and warm-up fetches are
+in flight on what the reload removes. Meanwhile:
 
   - checkers on every present pool pipeline batches of set/get/multi-get/gets/mg/gat/delete/mn on
     keys of their own, whose values name the key and the client: every reply must be well formed
@@ -35,8 +37,9 @@ from harness import (HOST, SANITIZED, ConfigDir, Conn, IntegrationCase, Memcache
 
 SEED = int(os.environ.get("MCRING_RELOAD_FUZZ_SEED", "15"))
 N_BACKENDS = 5
-MAX_STEPS = 40
-FUZZ_SECONDS = 30.0 if SANITIZED else 20.0   # wall time of the steps, hard bound
+MAX_STEPS = 100
+FUZZ_SECONDS = 30.0   # wall time of the steps, hard bound (the clients are the bottleneck: about
+                      # 20 s for 100 steps, with or without the sanitizers)
 RELOAD_WAIT = 8.0
 HASHES = ("fnv1a_64", "md5", "murmur", "crc32", "one_at_a_time", "xxh3", "jenkins")
 DISTRIBUTIONS = ("ketama", "modula", "random", "jump", "rendezvous", "maglev")
@@ -317,17 +320,28 @@ class ReloadFuzzTest(IntegrationCase):
             while steps < MAX_STEPS and time.monotonic() < t0 + FUZZ_SECONDS:
                 steps += 1
                 trigger = rnd.choice(("sighup", "admin"))
-                if rnd.random() < 0.2:
-                    self.apply(self.bad_text(rnd, good), trigger, expect_applied=False)
-                    rejected += 1
-                else:
-                    text = self.pool_text(rnd, "alpha")
-                    for extra in ("beta", "gamma"):
-                        if rnd.random() < 0.5:
-                            text += self.pool_text(rnd, extra)
-                    self.apply(text, trigger, expect_applied=True)
-                    good = text
-                    applied += 1
+                # Now and then a server stalls across the reload, so that requests and warm-up
+                # fetches are still in flight on servers and pools the reload removes.
+                stalled = rnd.choice(self.backends) if rnd.random() < 0.25 else None
+                if stalled:
+                    stalled.pause()
+                try:
+                    if rnd.random() < 0.2:
+                        self.apply(self.bad_text(rnd, good), trigger, expect_applied=False)
+                        rejected += 1
+                    else:
+                        text = self.pool_text(rnd, "alpha")
+                        for extra in ("beta", "gamma"):
+                            if rnd.random() < 0.5:
+                                text += self.pool_text(rnd, extra)
+                        self.apply(text, trigger, expect_applied=True)
+                        good = text
+                        applied += 1
+                    if stalled:
+                        time.sleep(rnd.random() * 0.15)
+                finally:
+                    if stalled:
+                        stalled.resume()
                 time.sleep(rnd.random() * 0.3)  # traffic under this topology
                 self.assertIsNone(self.proxy.proc.poll(), "mcring died after step %d" % steps)
                 dead = [t.name for t in threads if isinstance(t, Checker) and t.required
