@@ -74,6 +74,30 @@ TEST_CASE("a backend closing mid-reply: retrievals go again on a new connection,
   CHECK(b1.accepted() == 1);  // the other backend's connection was never touched
 }
 
+TEST_CASE("after a close, requests go again one at a time: a poisoning one takes no other down") {
+  FakeBackend b0;
+  DataPlane dp({&b0});
+  auto attacker = dp.connect();
+  auto victim = dp.connect();
+  REQUIRE(attacker.send("get poison\r\n"));
+  REQUIRE(b0.expect("get poison\r\n") == "get poison\r\n");
+  REQUIRE(victim.send("get victim\r\n"));
+  REQUIRE(b0.expect("get victim\r\n") == "get victim\r\n");
+  b0.closeConnection();  // "because of" poison, the first unanswered
+  REQUIRE(b0.accept());
+  REQUIRE(b0.expect("get poison\r\n") == "get poison\r\n");
+  CHECK(b0.readQuiet(50).empty());  // the victim's get waits for poison's answer
+  b0.closeConnection();             // poison again: it fails, and was alone in flight
+  const std::string failed = "SERVER_ERROR backend connection closed\r\n";
+  CHECK(attacker.read(failed.size()) == failed);
+  REQUIRE(b0.accept());
+  REQUIRE(b0.expect("get victim\r\n") == "get victim\r\n");
+  REQUIRE(b0.send(valueUnit("victim", "ok") + "END\r\n"));
+  CHECK(victim.read(valueUnit("victim", "ok").size() + 5) == valueUnit("victim", "ok") + "END\r\n");
+  CHECK(dp.counters().replayed_requests.load() == 2);
+  CHECK(dp.counters().server_errors.load() == 1);
+}
+
 TEST_CASE("a refused connect is the server's failure: requests fail at once while it backs off") {
   FakeBackend b0;
   DataPlane dp({&b0}, "  timeout: 200\n");
