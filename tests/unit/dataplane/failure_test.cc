@@ -98,6 +98,30 @@ TEST_CASE("after a close, requests go again one at a time: a poisoning one takes
   CHECK(dp.counters().server_errors.load() == 1);
 }
 
+TEST_CASE("mg, touch and a forwarded gat are sent again as they were; an mg with N is not") {
+  FakeBackend b0;
+  DataPlane dp({&b0});
+  auto client = dp.connect();
+  const std::string sent = "mg k v\r\ntouch k 10 noreply\r\ngat 0 k\r\nmg k N30 v\r\n";
+  REQUIRE(client.send(sent));
+  // touch's noreply is cut out: mcring reads every reply.
+  const std::string wrote = "mg k v\r\ntouch k 10\r\ngat 0 k\r\nmg k N30 v\r\n";
+  REQUIRE(b0.expect(wrote) == wrote);
+  b0.closeConnection();
+  REQUIRE(b0.accept());
+  for (const auto& [line, reply] : {std::pair{"mg k v\r\n", "EN\r\n"},
+                                    std::pair{"touch k 10\r\n", "TOUCHED\r\n"},
+                                    std::pair{"gat 0 k\r\n", "END\r\n"}}) {
+    REQUIRE(b0.expect(line) == line);
+    REQUIRE(b0.send(reply));
+  }
+  // The mg that may create the item failed (it may have), and was not sent again.
+  const std::string want = "EN\r\nEND\r\nSERVER_ERROR backend connection closed\r\n";
+  CHECK(client.read(want.size()) == want);
+  CHECK(b0.readQuiet(50).empty());
+  CHECK(dp.counters().replayed_requests.load() == 3);
+}
+
 TEST_CASE("a refused connect is the server's failure: requests fail at once while it backs off") {
   FakeBackend b0;
   DataPlane dp({&b0}, "  timeout: 200\n");
