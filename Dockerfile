@@ -41,7 +41,7 @@ EXPOSE 22122 22222
 STOPSIGNAL SIGTERM
 # No curl in slim: bash's /dev/tcp speaks the one HTTP request.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
-  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/22222 && printf 'GET /healthz HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 && head -n1 <&3 | grep -q ' 200 '"]
+  CMD ["bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/22222 && printf 'GET /healthz HTTP/1.0\\r\\nHost: localhost:22222\\r\\n\\r\\n' >&3 && head -n1 <&3 | grep -q ' 200 '"]
 ENTRYPOINT ["/usr/bin/mcring"]
 # The admin port listens on every interface of the container, so POST /reload needs a token
 # there: mcring refuses to start without the file (a Docker/Compose secret, or a bind mount).

@@ -45,7 +45,7 @@ void usage(FILE* out) {
                "      --admin-token-file FILE  POST /reload then needs 'Authorization: Bearer\n"
                "                          <token>' (the file's one word); required when ADDR\n"
                "                          is not loopback\n"
-               "      --admin-allowed-hosts NAME[,NAME...]  Host names POST /reload may use\n"
+               "      --admin-allowed-hosts NAME[,NAME...]  Host names admin requests may use\n"
                "                          besides the admin address (name or name:port)\n"
                "      --threads N         worker threads (default: half the cores, at least 1)\n"
                "      --shutdown-grace MS time to finish in-flight requests on SIGTERM\n"

@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "proxy/common/log.h"
 
@@ -225,12 +226,24 @@ bool AdminAccess::tokenMatches(const char* authorization) {
   return CRYPTO_memcmp(want, got, 32) == 0;
 }
 
+namespace {
+constexpr std::string_view kForeignHost =
+    "the Host header does not name this admin endpoint (its address and port, localhost on "
+    "loopback, or a name given with --admin-allowed-hosts)\n";
+}  // namespace
+
+AdminAccess::Verdict AdminAccess::checkView(const net::HttpRequest& request) const {
+  const char* host = request.header("Host");
+  if (host != nullptr && !hostAllowed(host, request)) {
+    return {421, std::string(kForeignHost)};
+  }
+  return {};
+}
+
 AdminAccess::Verdict AdminAccess::checkMutation(const net::HttpRequest& request) {
   const char* host = request.header("Host");
   if (host == nullptr || !hostAllowed(host, request)) {
-    return {421,
-            "the Host header does not name this admin endpoint (its address and port, localhost "
-            "on loopback, or a name given with --admin-allowed-hosts)\n"};
+    return {421, std::string(kForeignHost)};
   }
   if (const char* origin = request.header("Origin"); origin != nullptr) {
     std::string o = lower(origin);

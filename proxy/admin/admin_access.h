@@ -1,5 +1,10 @@
-// Who may change the proxy through the admin endpoint. Read-only views (GET) are open to whoever
-// reaches the port; a mutating request (POST /reload) must
+// Who may read or change the proxy through the admin endpoint. Every request whose Host header
+// does not name this endpoint (as below) is refused, read-only views and /healthz included: a
+// DNS-rebinding page would otherwise read /stats and /metrics (server addresses, key counts) from
+// a browser inside the network. A read-only request with no Host at all is answered: browsers
+// always send one, and HTTP/1.0 health checkers (haproxy's httpchk) may not. Kubernetes probes
+// and Prometheus send the address they connected to, which matches. A mutating request
+// (POST /reload) must
 //   - name this endpoint in its Host header: the address the client connected to (with the
 //     port), localhost/127.0.0.1/[::1] when that address is loopback, the address given with -a,
 //     or a name of --admin-allowed-hosts. A DNS-rebinding page reaches the port under its own
@@ -43,6 +48,8 @@ class AdminAccess {
     int status = 0;  // 0: allowed; else the HTTP status to answer
     std::string message;
   };
+  // For a request to a read-only view (GET or HEAD): a Host, if any, must name this endpoint.
+  Verdict checkView(const net::HttpRequest& request) const;
   // For a request to a mutating endpoint.
   Verdict checkMutation(const net::HttpRequest& request);
 

@@ -60,6 +60,13 @@ net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
   if (method != "GET" && method != "HEAD") {
     return {405, "text/plain; charset=utf-8", "method not allowed\n", {}};
   }
+  if (AdminAccess::Verdict verdict = access_.checkView(request); verdict.status != 0) {
+    counters_.countAdminRequestRefused();
+    MCRING_LOG_LIMITED(Info, "admin refused", "admin: %s %s from %s refused (%d): %s",
+                       method.c_str(), path.c_str(), request.peer.c_str(), verdict.status,
+                       verdict.message.c_str());
+    return {verdict.status, "text/plain; charset=utf-8", verdict.message, {}};
+  }
   if (path == "/healthz") {
     if (proxy_.stopping()) {
       return {503, "text/plain; charset=utf-8", "stopping\n", {}};
@@ -117,7 +124,7 @@ std::string AdminEndpoint::metrics() const {
          "admin connections closed by the whole-request or reply deadline",
          std::to_string(rep.adminRequestTimeouts()));
   metric("mcring_admin_requests_refused_total", "counter",
-         "mutating admin requests refused (Host, Origin or token)",
+         "admin requests refused (a foreign Host; for POST /reload also Origin or token)",
          std::to_string(rep.adminRequestsRefused()));
   metric("mcring_uptime_seconds", "gauge", "seconds since the proxy started",
          std::to_string(rep.uptime()));

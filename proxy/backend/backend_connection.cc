@@ -25,7 +25,7 @@ BackendConnection::BackendConnection(BackendServer& server) : server_(server) {}
 
 BackendConnection::~BackendConnection() {
   // Owners abort before destroying; anything left is failed so no request dangles.
-  if (!inflight_.empty()) {
+  if (!idle()) {
     failAll(BackendFailure::ConnectionClosed);
   }
 }
@@ -95,7 +95,7 @@ void BackendConnection::onReadable() {
       break;  // a line or a data block still arriving
     }
     if (frame.kind == protocol::ReplyFrameKind::Invalid) {
-      abort(BackendFailure::ProtocolError);
+      closeUnexpectedly(BackendFailure::ProtocolError);
       server_.worker().onBackendIdle();
       return;
     }
@@ -108,7 +108,7 @@ void BackendConnection::onReadable() {
     const uint64_t total = frame.length;
     Step step = f.expect == Expect::SharedLine ? deliverShared(f, rep, line) : deliver(f, rep, line);
     if (step == Step::Desync) {
-      abort(BackendFailure::ProtocolError);
+      closeUnexpectedly(BackendFailure::ProtocolError);
       server_.worker().onBackendIdle();
       return;
     }
@@ -127,11 +127,14 @@ void BackendConnection::onReadable() {
       uint64_t now = monotonicMicros();
       server_.stats().latency.record(now > done.sent_us ? now - done.sent_us : 0);
       finish(done);
+      if (replay_waits_for_ > 0 && --replay_waits_for_ == 0) {
+        sendNextReplay();
+      }
     }
   }
   if (inflight_.empty() && in.size() > 0) {
     // Bytes nobody asked for: the backend is not speaking our protocol.
-    abort(BackendFailure::ProtocolError);
+    closeUnexpectedly(BackendFailure::ProtocolError);
     server_.worker().onBackendIdle();
     return;
   }
@@ -527,12 +530,19 @@ void BackendConnection::finish(InFlight& f) {
 }
 
 void BackendConnection::failAll(BackendFailure why) {
-  std::string_view reply = backendFailureReply(why);
   std::deque<InFlight> failed;
   failed.swap(inflight_);
+  failed.insert(failed.end(), replays_.begin(), replays_.end());
+  replays_.clear();
+  replay_waits_for_ = 0;
   shared_command_ = {};  // its bytes went with the connection
   shared_length_ = 0;
   hits_in_reply_ = 0;
+  failEach(failed, why);
+}
+
+void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure why) {
+  std::string_view reply = backendFailureReply(why);
   auto& c = server_.worker().counters();
   if (!failed.empty()) {
     server_.countFailure(why, failed.size());
@@ -576,11 +586,7 @@ void BackendConnection::failAll(BackendFailure why) {
   }
 }
 
-void BackendConnection::abort(BackendFailure why) {
-  if (why == BackendFailure::ProtocolError) {
-    stats::bump(server_.worker().counters().backend_protocol_errors);
-    server_.logFailure(why, 0);
-  }
+void BackendConnection::closeSocket() {
   if (state_ == State::Connected) {
     stats::drop(server_.worker().counters().backend_connections);
     stats::drop(server_.stats().connections);
@@ -588,6 +594,8 @@ void BackendConnection::abort(BackendFailure why) {
   state_ = State::Closed;
   timeout_armed_ = false;
   paused_ = false;
+  paused_for_ = nullptr;
+  framer_ = protocol::ReplyFramer();  // a line it had half read went with the socket
   if (resume_timer_) {
     resume_timer_->stop();
   }
@@ -595,8 +603,132 @@ void BackendConnection::abort(BackendFailure why) {
     tcp_->close();
     tcp_.reset();
   }
+}
+
+void BackendConnection::abort(BackendFailure why) {
+  if (why == BackendFailure::ProtocolError) {
+    stats::bump(server_.worker().counters().backend_protocol_errors);
+    server_.logFailure(why, 0);
+  }
+  closeSocket();
   server_.onFailure(why);
   failAll(why);
+}
+
+// memcached closes a connection it accepted, or answers out of turn, because of what it was sent
+// (a line it will not buffer, a command that ends the connection, bytes it reads differently from
+// mcring) or because it is going away. The first must not cost the other clients whose requests
+// share the connection, nor the server its place in the pool; the second shows at the next
+// connect, which fails. So a close or a desync of a connected connection is not counted towards
+// server_failure_limit or backoff (a failed connect or a timeout is); the requests in flight that
+// are safe to send twice and got nothing yet are sent again on a fresh connection, one at a time
+// in their order (sendNextReplay), the first before anything else can reach the connection
+// (finishing a failed request may dispatch its client's next one); the others fail as before
+// (mcring cannot know whether memcached executed them). docs/design.md has the rule's limits.
+void BackendConnection::closeUnexpectedly(BackendFailure why) {
+  auto& c = server_.worker().counters();
+  if (why == BackendFailure::ProtocolError) {
+    stats::bump(c.backend_protocol_errors);
+    server_.logFailure(why, 0);
+  }
+  std::deque<InFlight> owed;
+  owed.swap(inflight_);
+  // Replays of an earlier close not sent yet had no part in this one: they keep their turn.
+  std::deque<InFlight> again;
+  again.swap(replays_);
+  replay_waits_for_ = 0;
+  std::deque<InFlight> failed;
+  for (size_t i = 0; i < owed.size(); ++i) {
+    (replayable(owed[i], i == 0) ? again : failed).push_back(owed[i]);
+  }
+  shared_command_ = {};  // its bytes went with the connection
+  shared_length_ = 0;
+  hits_in_reply_ = 0;
+  closeSocket();
+  if (!again.empty()) {
+    if (ensureConnected()) {
+      replays_.swap(again);
+      sendNextReplay();
+    } else {
+      failed.insert(failed.end(), again.begin(), again.end());  // the connect failure counted
+    }
+  }
+  if (!failed.empty()) {
+    failEach(failed, why);
+  }
+}
+
+// Everything up to the previous replay is answered: send the next one (behind whatever was
+// queued meanwhile), and wait for it.
+void BackendConnection::sendNextReplay() {
+  while (!replays_.empty()) {
+    InFlight f = replays_.front();
+    replays_.pop_front();
+    if (f.req->session == nullptr) {
+      finish(f);  // its client left: nothing to ask
+      continue;
+    }
+    ++f.replays;
+    resend(f);
+    inflight_.push_back(f);
+    replay_waits_for_ = inflight_.size();
+    updateTimeout();
+    return;
+  }
+}
+
+// Safe to send again: a retrieval with no side effect beyond what repeating it repeats (get,
+// gets; gat, gats and touch set the same TTL again; an mg the dispatcher marked, without N, R or
+// q), that got no byte of its reply yet, for a client still there, and not part of a warm-up
+// (whose second hops keep state of their own). `head`: the first unanswered request, the one
+// memcached most likely gave up on: once it was sent again, it is not sent a third time. One
+// behind it may go up to kMaxReplays times: memcached reads in order, so a request behind the
+// line it gave up on was never read, and a culprit behind the head is the head next time.
+bool BackendConnection::replayable(const InFlight& f, bool head) const {
+  const PendingRequest& r = *f.req;
+  if (f.replays >= (head ? 1 : kMaxReplays) || r.session == nullptr || r.refused || r.warm) {
+    return false;
+  }
+  switch (f.delivery) {
+    case Delivery::Fragment: {
+      const Fragment& fr = r.fragments[f.fragment];
+      return fr.warm_from == nullptr && fr.next_match == 0 && fr.hits == 0;
+    }
+    case Delivery::Direct:
+      if (r.resend.empty() || f.expect == Expect::UntilNoop || r.reply.size() > 0 ||
+          r.streaming) {
+        return false;
+      }
+      return !(head && hits_in_reply_ > 0);
+    default:
+      return false;
+  }
+}
+
+// Writes f's request again. A fragment's keys go on a line of their own (a shared line's other
+// requests may not be replayed), so it now expects a retrieval reply of its own.
+void BackendConnection::resend(InFlight& f) {
+  PendingRequest& r = *f.req;
+  f.sent_us = monotonicMicros();
+  stats::bump(server_.worker().counters().replayed_requests);
+  net::Buffer& out = output();
+  if (f.delivery == Delivery::Direct) {
+    out.append(r.resend);
+    return;
+  }
+  const Fragment& fr = r.fragments[f.fragment];
+  out.append(protocol::commandName(r.command));
+  if (r.exptime.length > 0) {
+    out.append(" ");
+    out.append(r.exptime.in(r.line));
+  }
+  for (uint32_t idx : fr.key_indices) {
+    out.append(" ");
+    out.append(multigetKey(r, idx));
+  }
+  out.append("\r\n");
+  f.expect = Expect::Retrieval;
+  f.line_end = false;
 }
 
 void BackendConnection::onClosed(net::CloseReason reason, int error) {
@@ -610,7 +742,11 @@ void BackendConnection::onClosed(net::CloseReason reason, int error) {
     stats::bump(server_.worker().counters().backend_connect_failures);
   }
   server_.logFailure(why, error);
-  abort(why);
+  if (why == BackendFailure::ConnectionClosed) {
+    closeUnexpectedly(why);
+  } else {
+    abort(why);
+  }
   server_.worker().onBackendIdle();
 }
 

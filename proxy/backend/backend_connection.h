@@ -42,7 +42,7 @@ class BackendConnection : public net::ConnectionHandler {
 
   enum class State : uint8_t { Closed, Connecting, Connected };
   State state() const { return state_; }
-  bool idle() const { return inflight_.empty(); }
+  bool idle() const { return inflight_.empty() && replays_.empty(); }
   size_t inflightCount() const { return inflight_.size(); }
 
   // Starts connecting if closed. Returns false if the connect could not even start.
@@ -64,8 +64,8 @@ class BackendConnection : public net::ConnectionHandler {
   void expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect expect,
               uint64_t bytes);
 
-  // Fails everything in flight and closes (on a fault of this connection, when a drained server
-  // is released, and at shutdown).
+  // Fails everything in flight and closes (on a timeout or a failed connect, when a drained
+  // server is released, and at shutdown); counts towards the server's failures.
   void abort(BackendFailure why);
 
   void onConnected() override;
@@ -81,12 +81,15 @@ class BackendConnection : public net::ConnectionHandler {
     Expect expect;
     uint64_t sent_us;
     bool line_end = false;  // SharedLine: the last request of its line (the END is its)
+    uint8_t replays = 0;  // times sent again after a connection closed under it
   };
   // Result of handing one reply unit to the head expectation. Pass: the head is over and the
   // unit belongs to the next one (a shared line's VALUE for a later request's key, its END or
   // its error).
   enum class Step : uint8_t { More, Done, Pass, Desync };
 
+  // Most times one request is sent again (bounds the work of a server that keeps closing).
+  static constexpr uint8_t kMaxReplays = 3;
   // Longest shared line (memcached reads a get line of up to 2 KB without reallocating).
   static constexpr size_t kMaxSharedLine = 2000;
   void endSharedLine();
@@ -103,6 +106,15 @@ class BackendConnection : public net::ConnectionHandler {
   void resume();
   void finish(InFlight& f);
   void failAll(BackendFailure why);
+  void failEach(std::deque<InFlight>& failed, BackendFailure why);
+  // The server closed this connection (or its replies stopped making sense) while it was
+  // connected: a working server does that because of what a request asked (see the .cc), so
+  // this is not counted as the server's failure; retrievals are replayed, the rest fail.
+  void closeUnexpectedly(BackendFailure why);
+  bool replayable(const InFlight& f, bool head) const;
+  void resend(InFlight& f);
+  void sendNextReplay();
+  void closeSocket();
   void updateTimeout();
 
   BackendServer& server_;
@@ -110,6 +122,11 @@ class BackendConnection : public net::ConnectionHandler {
   State state_ = State::Closed;
   bool timeout_armed_ = false;
   std::deque<InFlight> inflight_;
+  // Requests to send again after an unexpected close, one at a time: the next goes once the
+  // `replay_waits_for_` expectations queued up to the last one sent are answered. So a request
+  // that makes memcached close the connection does so with no other replay in flight.
+  std::deque<InFlight> replays_;
+  size_t replay_waits_for_ = 0;
   protocol::ReplyFramer framer_;
   // Waiting for a client that streams a reply and has a full output (pause()).
   bool paused_ = false;

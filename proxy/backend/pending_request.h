@@ -117,6 +117,10 @@ struct PendingRequest {
   // The reply may be rewritten when complete (a warm-up invalidation's DELETED): never streamed.
   bool rewrites = false;
 
+  // A Direct request safe to send twice (backend_connection.cc, replayable): its bytes as sent,
+  // to send again if its connection closes under it. Empty: never replayed.
+  std::string resend;
+
   // Multi-get only.
   std::string line;                      // copy of the client's line; keys index into it
   std::vector<uint32_t> key_offsets;     // key i = line.substr(key_offsets[2i], key_offsets[2i+1])
@@ -148,6 +152,7 @@ struct PendingRequest {
     streaming = false;
     refused = false;
     rewrites = false;
+    resend.clear();
     line.clear();
     key_offsets.clear();
     key_fragment.clear();

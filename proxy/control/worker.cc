@@ -218,7 +218,12 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
       runtime = std::make_unique<PoolRuntime>();
       runtime->name = name;
     }
-    std::shared_ptr<const config::PoolTopology> previous = runtime->topology;
+    // A pool that a reload removed and this one adds again starts afresh: its servers were
+    // drained (by_index is empty), so its old placement cannot open a warm-up window. (It did:
+    // the window's previous_by_index was that empty list, and the first moved key's lookup read
+    // past it, a crash.)
+    std::shared_ptr<const config::PoolTopology> previous =
+        runtime->removed ? nullptr : runtime->topology;
     std::vector<BackendServer*> previous_by_index = runtime->by_index;
     runtime->topology = pool_topo;
     runtime->removed = false;

@@ -144,6 +144,12 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
     conn->expect(r, 0, Delivery::Direct, Expect::UntilNoop, sent + 4);
     return;
   }
+  if (replayable(line)) {  // no data block: the line is the whole request
+    r->resend.assign(line.substr(0, req_->line_length));
+    if (!req_->noreply_token.empty()) {
+      r->resend.erase(req_->noreply_token.offset, req_->noreply_token.length);
+    }
+  }
   if (req_->noreply_token.empty()) {
     in.moveTo(out, consumedLength());
   } else {
@@ -158,6 +164,28 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
     }
   }
   conn->expect(r, 0, Delivery::Direct, Expect::OneUnit, sent);
+}
+
+// A keyed request that is safe to send twice if its backend connection closes under it
+// (BackendConnection::replayable): touch (it sets the same TTL again) and an mg without N (creates
+// the item on a miss, and only the first asker wins it) or R (wins a recache); its T sets the same
+// TTL again. A quiet mg never gets here (it ends with the mn mcring adds).
+bool Dispatcher::replayable(std::string_view line) const {
+  if (req_->command == Command::Touch) {
+    return true;
+  }
+  if (req_->command != Command::MetaGet) {
+    return false;
+  }
+  std::string_view args = req_->args.in(line);
+  size_t key_end = req_->keys[0].offset + req_->keys[0].length - req_->args.offset;
+  std::string_view flags = args.substr(std::min(key_end, args.size()));
+  for (size_t i = 0; i < flags.size(); ++i) {
+    if ((i == 0 || flags[i - 1] == ' ') && (flags[i] == 'N' || flags[i] == 'R')) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // Warm migration: a write or delete of a moved key also deletes the previous server's copy
@@ -235,6 +263,7 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
     failUnavailable(r, *server, req_->line_length);
     return;
   }
+  r->resend.assign(line.substr(0, req_->line_length));  // a retrieval may be sent again
   src_->input().moveTo(conn->output(), req_->line_length);
   conn->expect(r, 0, Delivery::Direct, Expect::Retrieval, req_->line_length);
 }

@@ -62,6 +62,7 @@ class Dispatcher {
            (req_->command == protocol::Command::Gat || req_->command == protocol::Command::Gats);
   }
   void invalidatePrevious(PendingRequest* r, BackendServer& prev, std::string_view line);
+  bool replayable(std::string_view line) const;
   void dispatchFlushAll(std::string_view line);
   void refuse(PendingRequest* r);  // flush_all not allowed
   void answerLocal(std::string_view line);

@@ -37,6 +37,7 @@ namespace mcring::stats {
   X(backend_connect_failures, Counter, "backend connect attempts that failed")          \
   X(backend_timeouts, Counter, "backend connections reset because of a timeout")        \
   X(backend_protocol_errors, Counter, "backend connections reset because of bad replies") \
+  X(replayed_requests, Counter, "retrievals sent again on a fresh backend connection after theirs closed unexpectedly") \
   X(stats_fetches, Counter, "stats views and version asked of a pool's servers (one per server asked)") \
   X(stats_fetch_failures, Counter, "servers left out of a merged stats view or version: down, erroring or not answering within 1 s") \
   X(bytes_read, Counter, "bytes read from clients")                                     \

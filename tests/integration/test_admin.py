@@ -11,6 +11,8 @@ file-descriptor limit, and mutating requests without the token or from a foreign
   refused (401/421/403) and no reload is recorded; with the token and the right Host it reloads.
   The token appears in no log, /metrics or /stats. A non-loopback admin address without a token
   refuses to start.
+- GET views (/healthz too) with a foreign Host are refused (421); their own names, or no Host, are
+  answered.
 """
 
 import json
@@ -228,6 +230,26 @@ class AdminHardeningTest(unittest.TestCase):
         self.assertEqual(self.reload_count(port), 0)
         self.assertEqual(http(port, "POST", "/reload")[0], 200)
         self.assertEqual(self.reload_count(port), 1)
+
+    def test_views_refuse_a_foreign_host(self):
+        """Every view, /healthz included, refuses a Host that does not name the endpoint (a
+        DNS-rebinding page reading /stats from a browser); its own names, and no Host at all
+        (HTTP/1.0 checkers), are answered."""
+        p = self.start(args=["--admin-allowed-hosts", "mcring-admin.internal"])
+        port = p.admin_port
+        refused = 0
+        for path in ("/healthz", "/metrics", "/stats", "/reloads", "/events"):
+            for host in ("evil.example:%d" % port, "127.0.0.1:1", "mcring-admin.internal:1"):
+                status, body = http(port, "GET", path, {"Host": host})
+                self.assertEqual(status, 421, (path, host, body))
+                self.assertNotIn("mcring_", body)
+                refused += 1
+            for host in ("127.0.0.1:%d" % port, "localhost:%d" % port,
+                         "MCRING-ADMIN.internal:%d" % port, None):
+                status, body = http(port, "GET", path, {"Host": host})
+                self.assertEqual(status, 200, (path, host, body))
+        self.assertEqual(http(port, "HEAD", "/metrics", {"Host": "evil.example:%d" % port})[0], 421)
+        self.assertEqual(metric(port, "mcring_admin_requests_refused_total"), refused + 1)
 
     def test_non_loopback_admin_address_without_token_refuses_to_start(self):
         conf = os.path.join(self.tmpdir, "solo.yml")

@@ -401,5 +401,39 @@ class ReloadDuringFetchTest(WarmupCase):
         self.assertEqual(beta.request(b"get %s\r\n" % key)[-5:], b"END\r\n")
         self.assertIsNone(self.proxy.proc.poll(), "mcring died")
 
+    def test_pool_removed_then_added_again_with_another_placement(self):
+        """Found by test_reload_fuzz (seed 15): a pool removed by one reload and added again by
+        the next, with another placement and warm-up on, opened a window from its placement
+        before the removal over its drained (empty) server list; the first key asked read past
+        that list: SIGSEGV in WarmupWindow::previousOwner."""
+        self.start(3, 2, window_ms=30000, threads=1)
+        beta_port = free_port()
+        keys = spread_keys("readd", 20)
+
+        def apply(text):
+            gen_before = admin_stats_generation(self.proxy.admin_port)
+            tmp = self.proxy.config_path + ".tmp"
+            with open(tmp, "w") as f:
+                f.write(text)
+            os.rename(tmp, self.proxy.config_path)
+            os.kill(self.proxy.pid, signal.SIGHUP)
+            deadline = time.monotonic() + 10
+            while (admin_stats_generation(self.proxy.admin_port) == gen_before and
+                   time.monotonic() < deadline):
+                time.sleep(0.02)
+            self.assertGreater(admin_stats_generation(self.proxy.admin_port), gen_before)
+            time.sleep(0.1)  # the worker switches between requests
+
+        alpha = lambda n: pool_yaml("alpha", self.proxy.port, self.lines(n), timeout_ms=5000,
+                                    extra={"warmup_window": 30000})
+        apply(pool_yaml("beta", beta_port, self.lines(3), timeout_ms=5000))  # alpha removed
+        apply(alpha(3) + pool_yaml("beta", beta_port, self.lines(3), timeout_ms=5000))
+        c = self.conn(self.proxy.port)
+        for k in keys:
+            self.assertEqual(c.request(b"set %s 0 0 1\r\nx\r\n" % k), b"STORED\r\n")
+            self.assertEqual(c.request(b"get %s\r\n" % k), b"VALUE %s 0 1\r\nx\r\nEND\r\n" % k)
+        self.assertIsNone(self.proxy.proc.poll(), "mcring died")
+
+
 if __name__ == "__main__":
     unittest.main()

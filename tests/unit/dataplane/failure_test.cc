@@ -30,7 +30,7 @@ void skipBackoff() { mcring::common::advanceClockForTest(2'000'000'000ULL); }
 
 }  // namespace
 
-TEST_CASE("a backend closing mid-reply fails exactly its requests; the next one reconnects") {
+TEST_CASE("a backend closing mid-reply: retrievals go again on a new connection, the rest fail") {
   FakeBackend b0, b1;
   DataPlane dp({&b0, &b1});
   auto client = dp.connect();
@@ -40,38 +40,107 @@ TEST_CASE("a backend closing mid-reply fails exactly its requests; the next one 
   REQUIRE(b0.expect(to_b0) == to_b0);
   REQUIRE(b1.expect("get " + b + "\r\n") == "get " + b + "\r\n");
   REQUIRE(b1.send(valueUnit(b, "bee") + "END\r\n"));
-  // Half of a1's value, then the connection goes: a1 and a2 (in flight on it) fail, b does not.
+  // Half of a1's value, then the connection goes: a1 (no unit of its reply was whole) is sent
+  // again on a new connection at once; a2, a write, fails; b, on another server, is untouched.
   REQUIRE(b0.send("VALUE " + a1 + " 0 10\r\n01234"));
   b0.closeConnection();
-  const auto closed_at = Clock::now();
-  const std::string failed = "SERVER_ERROR backend connection closed\r\n";
-  const std::string want = failed + failed + valueUnit(b, "bee") + "END\r\n";
-  CHECK(client.read(want.size()) == want);
-  CHECK(client.silentFor(5));
-  CHECK(dp.counters().server_errors.load() == 2);
-
-  // Within the 50 ms backoff, a request for b0 fails at once, without a connect attempt.
-  REQUIRE(client.send("get " + a1 + "\r\n"));
-  const std::string during = client.read(failed.size());
-  if (msSince(closed_at) < 40) {
-    CHECK(during == failed);
-    CHECK(!b0.accept(10));
-  } else {
-    MESSAGE("backoff check skipped: the host was too slow (" << msSince(closed_at) << " ms)");
-    if (during != failed) {  // it reconnected: answer it
-      b0.accept();
-    }
-  }
-
-  // After the backoff the next request opens a new connection.
-  skipBackoff();
-  REQUIRE(client.send("get " + a1 + "\r\n"));
   REQUIRE(b0.accept());
   REQUIRE(b0.expect("get " + a1 + "\r\n") == "get " + a1 + "\r\n");
   REQUIRE(b0.send(valueUnit(a1, "0123456789") + "END\r\n"));
-  CHECK(client.read(valueUnit(a1, "0123456789").size() + 5) ==
-        valueUnit(a1, "0123456789") + "END\r\n");
+  const std::string failed = "SERVER_ERROR backend connection closed\r\n";
+  const std::string want =
+      valueUnit(a1, "0123456789") + "END\r\n" + failed + valueUnit(b, "bee") + "END\r\n";
+  CHECK(client.read(want.size()) == want);
+  CHECK(client.silentFor(5));
+  CHECK(dp.counters().server_errors.load() == 1);
+  CHECK(dp.counters().replayed_requests.load() == 1);
+
+  // The close was not counted as the server's failure: no backoff, the next request goes out on
+  // the new connection at once.
+  REQUIRE(client.send("get " + a1 + "\r\n"));
+  REQUIRE(b0.expect("get " + a1 + "\r\n") == "get " + a1 + "\r\n");
+  REQUIRE(b0.send("END\r\n"));
+  CHECK(client.read(5) == "END\r\n");
+
+  // A request is sent again once: if the new connection closes under it too, it fails.
+  REQUIRE(client.send("gets " + a1 + "\r\n"));
+  REQUIRE(b0.expect("gets " + a1 + "\r\n") == "gets " + a1 + "\r\n");
+  b0.closeConnection();
+  REQUIRE(b0.accept());
+  REQUIRE(b0.expect("gets " + a1 + "\r\n") == "gets " + a1 + "\r\n");
+  b0.closeConnection();
+  CHECK(client.read(failed.size()) == failed);
+  CHECK(dp.counters().replayed_requests.load() == 2);
   CHECK(b1.accepted() == 1);  // the other backend's connection was never touched
+}
+
+TEST_CASE("after a close, requests go again one at a time: a poisoning one takes no other down") {
+  FakeBackend b0;
+  DataPlane dp({&b0});
+  auto attacker = dp.connect();
+  auto victim = dp.connect();
+  REQUIRE(attacker.send("get poison\r\n"));
+  REQUIRE(b0.expect("get poison\r\n") == "get poison\r\n");
+  REQUIRE(victim.send("get victim\r\n"));
+  REQUIRE(b0.expect("get victim\r\n") == "get victim\r\n");
+  b0.closeConnection();  // "because of" poison, the first unanswered
+  REQUIRE(b0.accept());
+  REQUIRE(b0.expect("get poison\r\n") == "get poison\r\n");
+  CHECK(b0.readQuiet(50).empty());  // the victim's get waits for poison's answer
+  b0.closeConnection();             // poison again: it fails, and was alone in flight
+  const std::string failed = "SERVER_ERROR backend connection closed\r\n";
+  CHECK(attacker.read(failed.size()) == failed);
+  REQUIRE(b0.accept());
+  REQUIRE(b0.expect("get victim\r\n") == "get victim\r\n");
+  REQUIRE(b0.send(valueUnit("victim", "ok") + "END\r\n"));
+  CHECK(victim.read(valueUnit("victim", "ok").size() + 5) == valueUnit("victim", "ok") + "END\r\n");
+  CHECK(dp.counters().replayed_requests.load() == 2);
+  CHECK(dp.counters().server_errors.load() == 1);
+}
+
+TEST_CASE("mg, touch and a forwarded gat are sent again as they were; an mg with N is not") {
+  FakeBackend b0;
+  DataPlane dp({&b0});
+  auto client = dp.connect();
+  const std::string sent = "mg k v\r\ntouch k 10 noreply\r\ngat 0 k\r\nmg k N30 v\r\n";
+  REQUIRE(client.send(sent));
+  // touch's noreply is cut out: mcring reads every reply.
+  const std::string wrote = "mg k v\r\ntouch k 10\r\ngat 0 k\r\nmg k N30 v\r\n";
+  REQUIRE(b0.expect(wrote) == wrote);
+  b0.closeConnection();
+  REQUIRE(b0.accept());
+  for (const auto& [line, reply] : {std::pair{"mg k v\r\n", "EN\r\n"},
+                                    std::pair{"touch k 10\r\n", "TOUCHED\r\n"},
+                                    std::pair{"gat 0 k\r\n", "END\r\n"}}) {
+    REQUIRE(b0.expect(line) == line);
+    REQUIRE(b0.send(reply));
+  }
+  // The mg that may create the item failed (it may have), and was not sent again.
+  const std::string want = "EN\r\nEND\r\nSERVER_ERROR backend connection closed\r\n";
+  CHECK(client.read(want.size()) == want);
+  CHECK(b0.readQuiet(50).empty());
+  CHECK(dp.counters().replayed_requests.load() == 3);
+}
+
+TEST_CASE("a refused connect is the server's failure: requests fail at once while it backs off") {
+  FakeBackend b0;
+  DataPlane dp({&b0}, "  timeout: 200\n");
+  auto client = dp.connect();
+  REQUIRE(client.send("get k\r\n"));
+  REQUIRE(b0.expect("get k\r\n") == "get k\r\n");
+  b0.stopListening();
+  b0.closeConnection();  // the replay's connect is refused
+  const auto closed_at = Clock::now();
+  CHECK(client.read(38) == "SERVER_ERROR backend connect failed\r\n");
+  // Within the 50 ms backoff, a request fails at once, without a connect attempt.
+  REQUIRE(client.send("get k\r\n"));
+  const std::string during = client.read(38);
+  if (msSince(closed_at) < 40) {
+    CHECK(during == "SERVER_ERROR backend connect failed\r\n");
+    CHECK(dp.counters().backend_connect_failures.load() == 1);
+  } else {
+    MESSAGE("backoff check skipped: the host was too slow (" << msSince(closed_at) << " ms)");
+  }
 }
 
 TEST_CASE("a backend that never answers: the pool's timeout fails its requests, only them") {
@@ -125,14 +194,16 @@ TEST_CASE("a backend's garbage resets its connection: in-flight requests get a p
   REQUIRE(client.send("get g1\r\ndelete g2\r\n"));
   REQUIRE(b0.expect("get g1\r\ndelete g2\r\n") == "get g1\r\ndelete g2\r\n");
   REQUIRE(b0.send("HELLO THERE\r\n"));
-  const std::string failed = "SERVER_ERROR backend protocol error\r\n";
-  CHECK(client.read(2 * failed.size()) == failed + failed);
+  // The get is asked again on a new connection; the delete fails.
   CHECK(b0.waitPeerClosed());
+  REQUIRE(b0.accept());
+  REQUIRE(b0.expect("get g1\r\n") == "get g1\r\n");
+  REQUIRE(b0.send("END\r\n"));
+  const std::string failed = "SERVER_ERROR backend protocol error\r\n";
+  CHECK(client.read(5 + failed.size()) == "END\r\n" + failed);
   CHECK(dp.counters().backend_protocol_errors.load() == 1);
   // A reply nobody asked for is garbage too.
-  skipBackoff();
   REQUIRE(client.send("delete g3\r\n"));
-  REQUIRE(b0.accept());
   REQUIRE(b0.expect("delete g3\r\n") == "delete g3\r\n");
   REQUIRE(b0.send("DELETED\r\nDELETED\r\n"));
   CHECK(client.read(9) == "DELETED\r\n");

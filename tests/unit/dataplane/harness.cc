@@ -183,6 +183,13 @@ bool FakeBackend::sendBytewise(std::string_view bytes, int pause_us) {
   return true;
 }
 
+void FakeBackend::stopListening() {
+  if (listen_fd_ >= 0) {
+    ::close(listen_fd_);
+    listen_fd_ = -1;
+  }
+}
+
 void FakeBackend::closeConnection() {
   if (conn_ >= 0) {
     ::close(conn_);

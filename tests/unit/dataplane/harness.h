@@ -67,6 +67,8 @@ class FakeBackend {
   void closeConnection();
   // Waits for mcring to close the current connection (EOF); false at the deadline.
   bool waitPeerClosed(int timeout_ms = 2000);
+  // Closes the listening socket: connects are refused from now on (a server that went away).
+  void stopListening();
 
  private:
   int listen_fd_ = -1;
