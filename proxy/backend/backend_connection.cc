@@ -639,7 +639,7 @@ void BackendConnection::closeUnexpectedly(BackendFailure why) {
   replay_waits_for_ = 0;
   std::deque<InFlight> failed;
   for (size_t i = 0; i < owed.size(); ++i) {
-    (replayable(owed[i], i == 0) ? again : failed).push_back(owed[i]);
+    (replayable(owed[i], i == 0, owed.size() == 1) ? again : failed).push_back(owed[i]);
   }
   shared_command_ = {};  // its bytes went with the connection
   shared_length_ = 0;
@@ -680,13 +680,17 @@ void BackendConnection::sendNextReplay() {
 // Safe to send again: a retrieval with no side effect beyond what repeating it repeats (get,
 // gets; gat, gats and touch set the same TTL again; an mg the dispatcher marked, without N, R or
 // q), that got no byte of its reply yet, for a client still there, and not part of a warm-up
-// (whose second hops keep state of their own). `head`: the first unanswered request, the one
-// memcached most likely gave up on: once it was sent again, it is not sent a third time. One
-// behind it may go up to kMaxReplays times: memcached reads in order, so a request behind the
-// line it gave up on was never read, and a culprit behind the head is the head next time.
-bool BackendConnection::replayable(const InFlight& f, bool head) const {
+// (whose second hops keep state of their own). `head`: first in line (a part of its reply may
+// have arrived). `alone`: the only request in flight when the
+// connection closed, so certainly the one memcached gave up on: once it was sent again, it is not
+// sent a third time. Any other may go up to kMaxReplays times: memcached reads in order, so a
+// request behind the line it gave up on was never read, and a replay that is first in line when
+// another client's line closes the connection behind it is not the culprit (under load a
+// replay's answer can still be on its way when that line arrives). A culprit with others in
+// flight behind it is alone, or out of replays, within kMaxReplays closes.
+bool BackendConnection::replayable(const InFlight& f, bool head, bool alone) const {
   const PendingRequest& r = *f.req;
-  if (f.replays >= (head ? 1 : kMaxReplays) || r.session == nullptr || r.refused || r.warm) {
+  if (f.replays >= (alone ? 1 : kMaxReplays) || r.session == nullptr || r.refused || r.warm) {
     return false;
   }
   switch (f.delivery) {

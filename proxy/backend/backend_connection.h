@@ -111,7 +111,7 @@ class BackendConnection : public net::ConnectionHandler {
   // connected: a working server does that because of what a request asked (see the .cc), so
   // this is not counted as the server's failure; retrievals are replayed, the rest fail.
   void closeUnexpectedly(BackendFailure why);
-  bool replayable(const InFlight& f, bool head) const;
+  bool replayable(const InFlight& f, bool head, bool alone) const;
   void resend(InFlight& f);
   void sendNextReplay();
   void closeSocket();
