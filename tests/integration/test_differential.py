@@ -1,126 +1,32 @@
-"""Differential test: random sequences of valid and invalid commands sent to a memcached directly
-and to mcring in front of an identical memcached must get byte-identical replies.
+"""Stateful differential fuzzer: seeded sequences of text and meta requests (diff_fuzz.py: what
+is generated, and what is left out and why) are sent to one memcached directly and to mcring in
+front of another memcached started the same way (-m 1024 -o no_lru_crawler,no_lru_maintainer,
+default -I 1m); every batch's replies must be byte-identical, and every key's value, flags, CAS
+presence and TTL (one second of slack) must match on both sides every 100 batches and at the end.
 
-Documented differences are left out of the generator: `version` and `stats` (the proxy answers
-them), lines over 2048 bytes (closed by both,
-with an error line first from mcring), and reply fields that depend on the wall clock (TTL and
-last-access flags, `me`), which could differ by a second between the two servers. Retrieval commands
-never carry a key over 250 bytes: memcached 1.6.18 then answers CLIENT_ERROR *and drops the
-replies of the requests before it in the same read* (a memcached quirk mcring does not copy:
-it answers every earlier request).
-
-MCRING_DIFF_SEED and MCRING_DIFF_COMMANDS choose the run (CI: a fixed seed, 3,000 commands;
-`make differential` runs a longer one).
+MCRING_DIFF_SEED and MCRING_DIFF_COMMANDS choose the run (make test: a fixed seed, 20,000
+requests; `make differential`: a longer one, a new seed each time). A difference fails the test
+with the seed, the batch number, its requests and both replies; replay a seed with
+MCRING_DIFF_SEED=<seed> to reproduce it.
 """
 
 import os
-import random
+import time
 import unittest
 
-from harness import (HOST, Conn, IntegrationCase, Mcring, Memcached, make_tmpdir, remove_tmpdir,
-                     requires_proxy, server_line)
+import diff_fuzz
+from harness import (HOST, SANITIZED, Conn, IntegrationCase, Mcring, Memcached, make_tmpdir,
+                     remove_tmpdir, requires_proxy, server_line)
 
-SEED = int(os.environ.get("MCRING_DIFF_SEED", "20261129"))
-COMMANDS = int(os.environ.get("MCRING_DIFF_COMMANDS", "3000"))
-BATCH = 25
+SEED = int(os.environ.get("MCRING_DIFF_SEED", "20261202"))
+COMMANDS = int(os.environ.get("MCRING_DIFF_COMMANDS", "20000"))
+STATE_EVERY = 100  # batches between two comparisons of every key's state
+MEMCACHED_ARGS = ["-o", "no_lru_crawler,no_lru_maintainer"]
+READ_TIMEOUT = 60 if SANITIZED else 20
 
 
-class Generator:
-    """Commands as bytes, drawn from one seeded RNG so a failure can be replayed."""
-
-    def __init__(self, seed):
-        self.r = random.Random(seed)
-        self.keys = [b"k%d" % i for i in range(12)] + [b"x" * 250, b"y" * 251, b"\xc3\xa9t\xc3\xa9",
-                                                      b"{tag}a", b"a:b:c"]
-
-    def key(self):
-        return self.r.choice(self.keys)
-
-    def value(self):
-        n = self.r.choice([0, 1, 2, 5, 10, 100, 1000])
-        return bytes(self.r.choice(b"abcdefghij") for _ in range(n))
-
-    def num(self):
-        return self.r.choice([b"0", b"1", b"42", b"-1", b"abc", b"18446744073709551615",
-                              b"18446744073709551616", b"4294967295", b"99999999999999999999"])
-
-    def noreply(self):
-        return b" noreply" if self.r.random() < 0.15 else b""
-
-    def storage(self):
-        cmd = self.r.choice([b"set", b"add", b"replace", b"append", b"prepend", b"cas"])
-        v = self.value()
-        flags = self.r.choice([b"0", b"1", b"4294967295", b"abc"])
-        exptime = self.r.choice([b"0", b"0", b"100000", b"-1"])
-        length = b"%d" % len(v)
-        if self.r.random() < 0.05:
-            length = b"%d" % (len(v) + self.r.choice([-1, 1]))  # a bad data chunk
-        cas = b" %d" % self.r.randint(0, 60) if cmd == b"cas" else b""
-        return b"%s %s %s %s %s%s%s\r\n%s\r\n" % (cmd, self.key(), flags, exptime, length, cas,
-                                                self.noreply(), v)
-
-    def retrieval(self):
-        cmd = self.r.choice([b"get", b"gets", b"gat", b"gats"])
-        keys = b" ".join(k for k in (self.key() for _ in range(self.r.randint(1, 6)))
-                         if len(k) <= 250) or b"k0"
-        if cmd in (b"gat", b"gats"):
-            return b"%s %s %s\r\n" % (cmd, self.r.choice([b"0", b"100000"]), keys)
-        return b"%s %s\r\n" % (cmd, keys)
-
-    def keyed(self):
-        c = self.r.randint(0, 3)
-        if c == 0:
-            return b"delete %s%s\r\n" % (self.key(), self.noreply())
-        if c == 1:
-            return b"incr %s %s%s\r\n" % (self.key(), self.num(), self.noreply())
-        if c == 2:
-            return b"decr %s %s%s\r\n" % (self.key(), self.num(), self.noreply())
-        return b"touch %s %s%s\r\n" % (self.key(), self.r.choice([b"0", b"100000"]),
-                                       self.noreply())
-
-    def meta(self):
-        c = self.r.randint(0, 5)
-        k = self.key()
-        if c == 0:
-            flags = self.r.sample([b"v", b"f", b"c", b"k", b"s", b"q", b"O77", b"N100000"],
-                                  self.r.randint(0, 4))
-            return b"mg %s %s\r\n" % (k, b" ".join(flags))
-        if c == 1:
-            v = self.value()
-            flags = self.r.sample([b"F5", b"T0", b"q", b"c", b"k", b"O9", b"MA", b"MP", b"ME",
-                                   b"MR", b"I"], self.r.randint(0, 3))
-            return b"ms %s %d %s\r\n%s\r\n" % (k, len(v), b" ".join(flags), v)
-        if c == 2:
-            flags = self.r.sample([b"q", b"k", b"O1", b"I"], self.r.randint(0, 2))
-            return b"md %s %s\r\n" % (k, b" ".join(flags))
-        if c == 3:
-            flags = self.r.sample([b"v", b"N0", b"J13", b"D5", b"MD", b"MI", b"q", b"c"],
-                                  self.r.randint(0, 3))
-            return b"ma %s %s\r\n" % (k, b" ".join(flags))
-        # `me` is left out: its la= (seconds since last access) depends on the clock.
-        return b"mn\r\n"
-
-    def invalid(self):
-        return self.r.choice([
-            b"bogus\r\n", b"get\r\n", b"set k 0 0\r\n", b"set k a b c\r\nxx\r\n",
-            b"incr\r\n", b"delete k 5\r\n", b"touch k\r\n", b"mg\r\n", b"ms k\r\n",
-            b"\r\n", b"verbosity\r\n", b"flush_all bogus\r\n", b"gat abc k\r\n",
-            b"ms k 2 b\r\nzz\r\n", b"mg YQ b v\r\n",
-        ])
-
-    def command(self):
-        p = self.r.random()
-        if p < 0.30:
-            return self.storage()
-        if p < 0.55:
-            return self.retrieval()
-        if p < 0.70:
-            return self.keyed()
-        if p < 0.90:
-            return self.meta()
-        if p < 0.98:
-            return self.invalid()
-        return self.r.choice([b"verbosity 1\r\n", b"flush_all\r\n", b"flush_all 0 noreply\r\n"])
+def start_memcached():
+    return Memcached(memory_mb=1024, extra_args=MEMCACHED_ARGS)
 
 
 @requires_proxy
@@ -128,41 +34,88 @@ class DifferentialTest(IntegrationCase):
     def setUp(self):
         super().setUp()
         self.tmp = make_tmpdir()
-        self.ref = Memcached()
-        self.backend = Memcached()
+        self.ref = start_memcached()
+        self.backend = start_memcached()
+        # The generator sends flush_all.
         self.mc = Mcring([server_line(self.backend.addr)], self.tmp,
-                         extra={"allow_flush_all": "true"})  # the generator sends flush_all
+                         extra={"allow_flush_all": "true"})
+        self.dump_log_on_failure(self.mc)
+        self.conns = {}
 
     def tearDown(self):
+        for c in self.conns.values():
+            c.close()
         self.mc.stop()
         self.ref.stop()
         self.backend.stop()
         remove_tmpdir(self.tmp)
         super().tearDown()
 
-    def test_random_sequences_match_memcached(self):
-        gen = Generator(SEED)
-        sent = 0
-        with Conn(HOST, self.ref.port, timeout=10) as ref, \
-                Conn(HOST, self.mc.port, timeout=10) as prx:
-            while sent < COMMANDS:
-                batch = [gen.command() for _ in range(BATCH)]
-                sent += len(batch)
-                data = b"".join(batch) + b"mn\r\n"
-                ref.send(data)
-                prx.send(data)
-                # Every mn (the generator's own, and the closing one) answers one MN line.
-                mns = sum(1 for c in batch if c == b"mn\r\n") + 1
+    def connect(self):
+        for c in self.conns.values():
+            c.close()
+        self.conns = {"ref": Conn(HOST, self.ref.port, timeout=READ_TIMEOUT),
+                      "prx": Conn(HOST, self.mc.port, timeout=READ_TIMEOUT)}
 
-                def done(buf, mns=mns):
-                    return buf.endswith(b"MN\r\n") and buf.count(b"MN\r\n") >= mns
-                want = ref.recv_until(done, timeout=10)
-                got = prx.recv_until(done, timeout=10)
-                if got != want:
-                    self.fail("seed %d, commands %d..%d differ:\nrequests: %r\nmemcached: %r\n"
-                              "mcring:    %r" % (SEED, sent - len(batch), sent, data[:3000],
-                                                 want[:3000], got[:3000]))
-        print("differential: %d commands (seed %d), replies identical" % (sent, SEED))
+    def exchange(self, data, end):
+        """Sends data to both; returns both replies, read up to `end` or the connection's close."""
+        for c in self.conns.values():
+            c.send(data)
+        out = {}
+        for name, c in self.conns.items():
+            out[name] = c.recv_until(lambda buf: buf.endswith(end), timeout=READ_TIMEOUT)
+            out[name + "_eof"] = c.eof
+        return out
+
+    def compare_state(self, where):
+        keys = diff_fuzz.STATE_KEYS
+        req = diff_fuzz.state_request(keys)
+        got = self.exchange(req, b"MN\r\n")
+        ref = diff_fuzz.parse_state(got["ref"], keys)
+        prx = diff_fuzz.parse_state(got["prx"], keys)
+        diffs = diff_fuzz.state_differences(ref, prx)
+        if diffs:
+            self.fail("seed %d, %s: stored state differs:\n  %s" % (SEED, where, "\n  ".join(diffs)))
+
+    def test_random_sequences_match_memcached(self):
+        gen = diff_fuzz.Generator(SEED)
+        started = time.monotonic()
+        sent = 0
+        batches = 0
+        reconnects = 0
+        clock_slack = 0
+        self.connect()
+        while sent < COMMANDS:
+            reqs, sentinel, end = gen.batch()
+            batches += 1
+            sent += len(reqs)
+            data = b"".join(reqs) + sentinel
+            got = self.exchange(data, end)
+            want, have = got["ref"], got["prx"]
+            gen.observe(want)
+            if want != have:
+                if not diff_fuzz.same_replies(want, have):
+                    at = diff_fuzz.first_difference(want, have)
+                    self.fail("seed %d, batch %d (requests %d..%d) differs at reply byte %d "
+                              "(memcached %d bytes, mcring %d):\nrequests: %r\nmemcached: %r\n"
+                              "mcring:    %r" % (
+                                  SEED, batches, sent - len(reqs), sent, at, len(want), len(have),
+                                  [r[:300] for r in reqs], want[max(0, at - 200):at + 300],
+                                  have[max(0, at - 200):at + 300]))
+                clock_slack += 1
+            if got["ref_eof"] != got["prx_eof"]:
+                self.fail("seed %d, batch %d: connection closed by %s only; requests: %r" % (
+                    SEED, batches, "memcached" if got["ref_eof"] else "mcring",
+                    [r[:300] for r in reqs]))
+            if got["ref_eof"] or not want.endswith(end):
+                reconnects += 1  # quit (or a close both made): a new connection to each
+                self.connect()
+            if batches % STATE_EVERY == 0:
+                self.compare_state("after batch %d" % batches)
+        self.compare_state("at the end")
+        print("differential: seed %d, %d requests in %d batches, 0 differences (%d replies equal "
+              "up to a clock second), %d reconnects, %.1f s" % (
+                  SEED, sent, batches, clock_slack, reconnects, time.monotonic() - started))
 
 
 if __name__ == "__main__":
