@@ -40,6 +40,17 @@ Left out, with the reason:
     reads. Big values ride on well-formed lines (which swallow them even when refused).
   - non-canonical base64 keys: memcached skips stray characters, mcring refuses them (documented
     in request_parser.cc); the generator's b keys are canonical, or invalid for both.
+  - anything after `quit` in its batch: closing a socket with unread input resets it, and the
+    client may lose replies already sent, on either side.
+  - mg R<N> with N equal to an item's TTL: whether it wins (W) depends on the clock.
+  - incr, decr and ma on a stored value of 2^63 or more: memcached 1.6.18 checks the value
+    with safe_strtoull(), whose strchr(str, '-') for numbers that look negative as int64 runs
+    past the value's "\r\n" into the slab chunk's unused bytes, so it refuses the value as
+    non-numeric when a freed item left a '-' there (measured: set and delete items of 23 to 32
+    '-' bytes, then `set k 0 0 19` 9223372036854775808 and `incr k 1` is refused, on every
+    key). Whether it does depends on each server's memory history, not on the requests (issue
+    16's "numbers drift"). Stored numbers stay short (15 digits), incr deltas under 2^33; decr keeps
+    every 64-bit edge (it only lowers a value).
   - the binary protocol (a first byte 0x80): mcring closes such clients by design.
   - exptimes between 1 and 999 seconds and flush_all delays under 1000 s: they could expire
     during the run, at a different second on the two servers.
@@ -71,14 +82,24 @@ EDGE_U64 = [b"0", b"1", b"2", b"42", b"4294967295", b"4294967296", b"92233720368
             b"9223372036854775808", b"18446744073709551614", b"18446744073709551615",
             b"18446744073709551616", b"99999999999999999999", b"-1", b"-0", b"+5", b"007",
             b"abc", b"5a", b"0x10", b""]
-NUMERIC_VALUES = [b"0", b"1", b"9", b"10", b"99", b"100", b"9223372036854775807",
-                  b"9223372036854775808", b"18446744073709551614", b"18446744073709551615",
-                  b"18446744073709551616", b"00012", b"12 ", b" 12", b"-5", b"1x", b"", b"7\r\n8"]
+# Stored numbers have at most 15 digits (incr deltas under 2^33, J too) so that no incr,
+# decr or ma ever meets a stored value of 2^63 or more: see the module doc.
+NUMERIC_VALUES = [b"0", b"1", b"9", b"10", b"99", b"100", b"461168601842738",
+                  b"4294967295", b"18446744073709551616", b"99999999999999999999", b"00012",
+                  b"12 ", b" 12", b"-5", b"1x", b"", b"7\r\n8"]
+# Deltas that cannot take a value under 2^62 to 2^63 in a run (or are refused by both).
+INCR_DELTAS = [b"0", b"1", b"2", b"42", b"4294967295", b"4294967296", b"18446744073709551616",
+               b"99999999999999999999", b"-1", b"-0", b"+5", b"007", b"abc", b"5a", b"0x10", b""]
+INITIAL_VALUES = [b"0", b"1", b"42", b"461168601842738", b"18446744073709551616", b"-1",
+                  b"abc", b""]
 EXPTIMES = [b"0", b"0", b"0", b"-1", b"1000", b"100000", b"2592000", b"2592001", b"2000000000",
             b"4294967295", b"2147483648", b"-2147483649", b"abc", b"10x"]
 FLAGS = [b"0", b"0", b"1", b"7", b"4294967295", b"4294967296", b"18446744073709551615", b"-1",
          b"abc", b"+3"]
 TTL_FLAGS = [b"0", b"-1", b"1000", b"100000", b"2592001", b"x", b""]
+# mg R<N> wins (W) when the item's remaining TTL is under N: never an item TTL (1000, 100000...)
+# itself, which would race the clock.
+RECACHE_FLAGS = [b"-1", b"500", b"50000", b"5000000", b"x", b""]
 PROTOCOL_TEXT = [b"VALUE k0 0 1\r\nx\r\nEND", b"get k1", b"gets k1 k2", b"delete k2",
                  b"mn\r\nMN", b"incr n0 1", b"STORED", b"ERROR", b"EN", b"HD c5",
                  b"VA 2 t-1\r\nhi", b"mg k3 v", b"ma n1", b"md k4 q", b"touch k5 0",
@@ -241,7 +262,8 @@ class Generator:
             cmd = b"incr" if c != 2 else b"decr"
             if self.chance(0.5):
                 k = self.pick([b"n0", b"n1", b"n2", b"n3", b"n4"])
-            line = b"%s %s %s%s\r\n" % (cmd, k, self.pick(EDGE_U64), self.noreply())
+            delta = self.pick(EDGE_U64 if cmd == b"decr" else INCR_DELTAS)
+            line = b"%s %s %s%s\r\n" % (cmd, k, delta, self.noreply())
         elif c == 4:
             line = b"touch %s %s%s\r\n" % (k, self.pick(EXPTIMES), self.noreply())
         else:
@@ -281,7 +303,7 @@ class Generator:
         flags = []
         k = self.meta_key(flags)
         choices = [b"v", b"v", b"f", b"c", b"k", b"s", b"t", b"h", b"l", b"u", b"q",
-                   self.opaque(), b"N" + self.pick(TTL_FLAGS), b"R" + self.pick(TTL_FLAGS),
+                   self.opaque(), b"N" + self.pick(TTL_FLAGS), b"R" + self.pick(RECACHE_FLAGS),
                    b"T" + self.pick(TTL_FLAGS), b"E" + self.cas()]
         flags += self.flagset(choices, 5)
         self.r.shuffle(flags)
@@ -332,9 +354,13 @@ class Generator:
                 k = b64(k)
         else:
             k = self.meta_key(flags)
-        mode = b"M" + self.pick([b"I", b"+", b"D", b"-", b"i", b"d", b"x", b"", b"II"])
+        decr = self.chance(0.4)
+        mode = b"M" + (self.pick([b"D", b"-", b"d"]) if decr else
+                       self.pick([b"I", b"+", b"i", b"x", b"", b"II"]))
+        deltas = EDGE_U64 if decr else INCR_DELTAS
         choices = [b"q", b"k", self.opaque(), b"N" + self.pick(TTL_FLAGS),
-                   b"J" + self.pick(EDGE_U64), b"D" + self.pick(EDGE_U64), b"D" + self.pick(EDGE_U64),
+                   b"J" + self.pick(INITIAL_VALUES), b"D" + self.pick(deltas),
+                   b"D" + self.pick(deltas),
                    b"T" + self.pick(TTL_FLAGS), mode, mode, b"v", b"t", b"c", b"C" + self.cas(),
                    b"E" + self.cas()]
         flags += self.flagset(choices, 5)
@@ -398,6 +424,8 @@ class Generator:
         self.huge_in_batch = False
         n = 1 if self.chance(0.33) else self.r.randint(2, 30)
         reqs = [self.command() for _ in range(n)]
+        if b"quit\r\n" in reqs:  # nothing after it: a close with unread input resets the socket
+            reqs = reqs[:reqs.index(b"quit\r\n") + 1]
         sentinel = b"md %s O%d\r\n" % (SENTINEL_KEY, self.batches)
         return reqs, sentinel, b"NF O%d\r\n" % self.batches
 
