@@ -118,5 +118,111 @@ class DifferentialTest(IntegrationCase):
                   SEED, sent, batches, clock_slack, reconnects, time.monotonic() - started))
 
 
+@requires_proxy
+class Issue16CasesTest(IntegrationCase):
+    """Minimized reproductions of the differences issue 16 lists, each sent to a memcached
+    directly and through mcring (one backend started the same way): same bytes back, same state
+    after. The parser-level halves are unit tests (request_parser_test.cc, "issue 16")."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = make_tmpdir()
+        cls.ref = start_memcached()
+        cls.backend = start_memcached()
+        cls.mc = Mcring([server_line(cls.backend.addr)], cls.tmp, extra={"allow_flush_all": "true"})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.mc.stop()
+        cls.ref.stop()
+        cls.backend.stop()
+        remove_tmpdir(cls.tmp)
+
+    def setUp(self):
+        super().setUp()
+        self.dump_log_on_failure(self.mc)
+        self.a = self.conn(self.ref.port, timeout=READ_TIMEOUT)
+        self.b = self.conn(self.mc.port, timeout=READ_TIMEOUT)
+        self.both(b"flush_all\r\nmn\r\n")
+
+    def both(self, data, end=b"MN\r\n"):
+        """data to both sides; both replies up to `end`; asserts they are identical."""
+        self.a.send(data)
+        self.b.send(data)
+        want = self.a.recv_until(lambda buf: buf.endswith(end))
+        got = self.b.recv_until(lambda buf: buf.endswith(end))
+        self.assertTrue(want.endswith(end), want[-200:])
+        at = diff_fuzz.first_difference(want, got)
+        self.assertEqual(want, got, "differ at byte %d of %d/%d: %r vs %r" % (
+            at, len(want), len(got), want[at:at + 100], got[at:at + 100]))
+        return want
+
+    def test_case1_too_large_set_with_noreply_is_silent(self):
+        # memcached answers nothing (its "object too large" obeys noreply) and unlinks the old
+        # value; mcring answered SERVER_ERROR object too large for cache, which a noreply
+        # client reads as the reply to its next command.
+        self.both(b"set big0 0 0 3\r\nold\r\nmn\r\n")
+        for n in (1048576, 1048577, diff_fuzz.BIG_VALUE_MAX + 1):
+            r = self.both(b"set big0 0 0 %d noreply\r\n%s\r\nmn\r\nget big0\r\nmn\r\n"
+                          % (n, b"x" * n), end=b"END\r\nMN\r\n")
+            self.assertEqual(r, b"MN\r\nEND\r\nMN\r\n")
+
+    def test_case2_ms_flags_checked_before_the_size(self):
+        self.both(b"set big1 0 0 3\r\nold\r\nmn\r\n")
+        r = self.both(b"ms big1 1048577 T0 c Mp F4294967295\r\n" + b"x" * 1048577 +
+                      b"\r\nmn\r\n")
+        self.assertEqual(r, b"CLIENT_ERROR invalid mode for ms M token\r\nMN\r\n")
+        # A refused flag is no store attempt: the old value stays (mcring deleted it as for a
+        # value too large).
+        self.assertEqual(self.both(b"mg big1 v\r\nmn\r\n"), b"VA 3\r\nold\r\nMN\r\n")
+        # The flag error also comes before a bad data block's (the fuzzer's first find).
+        self.assertEqual(self.both(b"ms k5 0 C1 T0 E3\r\na\r\nmn\r\n"),
+                         b"CLIENT_ERROR invalid flag\r\nERROR\r\nMN\r\n")
+
+    def test_case3_bare_cr_inside_a_request_line(self):
+        self.both(b"set k7 0 0 1\r\na\r\nset n0\rget 0 0 1\r\nb\r\nmn\r\n")
+        r = self.both(b"get k7 n0\rget x\r\nmn\r\n")
+        self.assertEqual(r, b"VALUE k7 0 1\r\na\r\nVALUE n0\rget 0 1\r\nb\r\nEND\r\nMN\r\n")
+
+    def test_case4_numeric_drift_is_memcached_memory_not_the_proxy(self):
+        # memcached 1.6.18 refuses to incr a stored value of 2^63 or more when a '-' left by a
+        # freed item follows it in its slab chunk (safe_strtoull's strchr runs past the value).
+        # With the same history on both servers mcring gets the same refusal: it forwards the
+        # requests unchanged, and the fuzzer's drift came from the two servers' memory.
+        fill = b"-" * 26
+        self.both(b"".join(b"set z%d 0 0 26\r\n%s\r\n" % (i, fill) for i in range(50)) +
+                  b"".join(b"delete z%d\r\n" % i for i in range(50)) + b"mn\r\n")
+        r = self.both(b"".join(b"set z%d 0 0 19\r\n9223372036854775808\r\nincr z%d 1\r\n"
+                               % (i, i) for i in range(50)) + b"mn\r\n")
+        self.assertEqual(r.count(b"CLIENT_ERROR cannot increment or decrement non-numeric value"),
+                         50)
+        # Under 2^63, or with no such garbage, incr and decr at the 64-bit edges agree.
+        r = self.both(b"set n1 0 0 19\r\n9223372036854775807\r\nincr n1 0\r\n"
+                      b"decr n1 18446744073709551615\r\nincr n1 18446744073709551615\r\n"
+                      b"incr n1 1\r\nmn\r\n")
+        self.assertEqual(r, b"STORED\r\n9223372036854775807\r\n0\r\n18446744073709551615\r\n"
+                            b"0\r\nMN\r\n")
+
+    def test_case5_huge_multiget_read_late(self):
+        # A 60-key get with many ~1 MB values, its reply read only after the reference's
+        # (as the fuzzer reads): mcring closed a client that read nothing for 1 s while its
+        # backend connection waited, though no other client waited behind it.
+        v = b"V" * 1000000
+        self.both(b"".join(b"set big%d 0 0 %d\r\n%s\r\n" % (i, len(v), v) for i in range(3)) +
+                  b"mn\r\n")
+        # 21 MB: past the client's 16 MiB output limit, so mcring pauses the backend connection.
+        keys = [b"k%d" % (i % 8) for i in range(39)] + [b"big0", b"big1", b"big2"] * 7
+        line = b"get " + b" ".join(keys) + b"\r\nmn\r\n"
+        self.a.send(line)
+        self.b.send(line)
+        want = self.a.recv_until(lambda buf: buf.endswith(b"END\r\nMN\r\n"))
+        time.sleep(1.5)  # mcring's stall limit is 1 s: the wait is what is tested
+        got = self.b.recv_until(lambda buf: buf.endswith(b"END\r\nMN\r\n"))
+        self.assertGreater(len(want), 21000000)
+        self.assertEqual(len(got), len(want))
+        self.assertEqual(got, want)
+        self.assertTrue(self.b.alive())
+
+
 if __name__ == "__main__":
     unittest.main()
