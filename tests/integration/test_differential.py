@@ -2,7 +2,7 @@
 is generated, and what is left out and why) are sent to one memcached directly and to mcring in
 front of another memcached started the same way (-m 1024 -o no_lru_crawler,no_lru_maintainer,
 default -I 1m); every batch's replies must be byte-identical, and every key's value, flags, CAS
-presence and TTL (one second of slack) must match on both sides every 100 batches and at the end.
+presence and TTL (two seconds of slack) must match on both sides every 100 batches and at the end.
 
 MCRING_DIFF_SEED and MCRING_DIFF_COMMANDS choose the run (make test: a fixed seed, 20,000
 requests; `make differential`: a longer one, a new seed each time). A difference fails the test
@@ -36,8 +36,10 @@ class DifferentialTest(IntegrationCase):
         self.tmp = make_tmpdir()
         self.ref = start_memcached()
         self.backend = start_memcached()
-        # The generator sends flush_all.
-        self.mc = Mcring([server_line(self.backend.addr)], self.tmp,
+        # The generator sends flush_all. A 5 s backend timeout: the fuzzer reads memcached's
+        # replies before mcring's, and a loaded machine (the sanitizer run) must not turn a
+        # slow backend into SERVER_ERROR lines; timeouts are tested elsewhere.
+        self.mc = Mcring([server_line(self.backend.addr)], self.tmp, timeout_ms=5000,
                          extra={"allow_flush_all": "true"})
         self.dump_log_on_failure(self.mc)
         self.conns = {}
@@ -114,7 +116,7 @@ class DifferentialTest(IntegrationCase):
                 self.compare_state("after batch %d" % batches)
         self.compare_state("at the end")
         print("differential: seed %d, %d requests in %d batches, 0 differences (%d replies equal "
-              "up to a clock second), %d reconnects, %.1f s" % (
+              "but for clock fields), %d reconnects, %.1f s" % (
                   SEED, sent, batches, clock_slack, reconnects, time.monotonic() - started))
 
 
@@ -129,7 +131,8 @@ class Issue16CasesTest(IntegrationCase):
         cls.tmp = make_tmpdir()
         cls.ref = start_memcached()
         cls.backend = start_memcached()
-        cls.mc = Mcring([server_line(cls.backend.addr)], cls.tmp, extra={"allow_flush_all": "true"})
+        cls.mc = Mcring([server_line(cls.backend.addr)], cls.tmp, timeout_ms=5000,
+                        extra={"allow_flush_all": "true"})
 
     @classmethod
     def tearDownClass(cls):
