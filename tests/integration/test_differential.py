@@ -2,7 +2,7 @@
 is generated, and what is left out and why) are sent to one memcached directly and to mcring in
 front of another memcached started the same way (-m 1024 -o no_lru_crawler,no_lru_maintainer,
 default -I 1m); every batch's replies must be byte-identical, and every key's value, flags, CAS
-presence and TTL (two seconds of slack) must match on both sides every 100 batches and at the end.
+presence and TTL (diff_fuzz.CLOCK_SLACK seconds of slack) must match on both sides every 100 batches and at the end.
 
 MCRING_DIFF_SEED and MCRING_DIFF_COMMANDS choose the run (make test: a fixed seed, 20,000
 requests; `make differential`: a longer one, a new seed each time). A difference fails the test
@@ -72,7 +72,7 @@ class DifferentialTest(IntegrationCase):
     def compare_state(self, where):
         keys = diff_fuzz.STATE_KEYS
         req = diff_fuzz.state_request(keys)
-        got = self.exchange(req, b"MN\r\n")
+        got = self.exchange(req, diff_fuzz.STATE_END)
         ref = diff_fuzz.parse_state(got["ref"], keys)
         prx = diff_fuzz.parse_state(got["prx"], keys)
         diffs = diff_fuzz.state_differences(ref, prx)
