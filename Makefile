@@ -83,7 +83,8 @@ fuzz: asan
 fuzz-run:
 	packaging/run-fuzzers.sh build-asan $(FUZZ_SECONDS)
 
-# A longer differential run against memcached (make test runs a fixed seed, 3,000 commands).
+# A longer run of the stateful differential fuzzer against memcached (make test runs a fixed
+# seed, 20,000 requests; see tests/integration/diff_fuzz.py). Replay a failure with DIFF_SEED=<seed>.
 DIFF_SEED ?= $(shell date +%s)
 DIFF_COMMANDS ?= 100000
 differential: build

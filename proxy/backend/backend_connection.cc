@@ -201,7 +201,11 @@ void BackendConnection::checkPaused() {
     pause_output_ = out;
     pause_progress_ns_ = now;
   }
-  const bool stuck = now - pause_progress_ns_ >= limit;
+  // Both rules bound the wait of other clients' requests behind this one: a client alone on
+  // the connection may read as slowly as it likes (memcached's behaviour; the pause holds its
+  // reply in the backend's socket, not in mcring's memory), and is closed only once another
+  // client's request queues behind it.
+  const bool stuck = now - pause_progress_ns_ >= limit && othersWaitBehind(s);
   const bool slow = static_cast<double>(drained) <
                     static_cast<double>(kMinDrainBytesPerSec) * static_cast<double>(paused_ns) / 1e9;
   const bool hogging = paused_ns >= limit && slow && othersWaitBehind(s);

@@ -37,6 +37,14 @@ struct Span {
   X(MetaFlagsTooLong, "CLIENT_ERROR options flags too long")                             \
   X(MetaGetFlagsTooLong, "CLIENT_ERROR options flags are too long")                      \
   X(MetaInvalidFlag, "CLIENT_ERROR invalid or duplicate flag")                           \
+  X(MetaDuplicateFlag, "CLIENT_ERROR duplicate flag")                                    \
+  X(MetaUnknownFlag, "CLIENT_ERROR invalid flag")                                        \
+  X(MetaBadToken, "CLIENT_ERROR bad token in command line format")                       \
+  X(MetaModeLength, "CLIENT_ERROR incorrect length for M token")                         \
+  X(MetaBadInitial, "CLIENT_ERROR invalid numeric initial value")                        \
+  X(MetaBadDelta, "CLIENT_ERROR invalid numeric delta value")                            \
+  X(MetaOpaqueTooLong, "CLIENT_ERROR opaque token too long")                             \
+  X(MetaSetInvalidMode, "CLIENT_ERROR invalid mode for ms M token")                      \
   X(GatWithoutKeys, "END")                                                               \
   X(BinaryProtocol, "")
 

@@ -32,6 +32,8 @@ constexpr size_t kStoredTokens = 24;
 constexpr size_t kMetaMaxTokens = 19;
 // memcached allows up to 100 leading spaces before "get " in an over-long line.
 constexpr size_t kMaxLeadingSpaces = 100;
+// memcached's MFLAG_MAX_OPAQUE_LENGTH: an O token of more bytes is refused (ms).
+constexpr size_t kMaxOpaqueToken = 32;
 
 // The space-separated tokens of a command line, as memcached's tokenize_command() splits them:
 // on ' ' only (a tab is part of a token), runs of spaces being one separator.
@@ -472,6 +474,104 @@ class LineParser {
     return !req_.key_base64 || decodeBase64Key(tok(1), req_.decoded_key);
   }
 
+  // What memcached 1.6.18 answers for the flags of a meta line, from token `first` on, as its
+  // flag pre-parse checks them (measured against it): a repeated flag or one at or past 0x7f
+  // and an unknown flag stop the scan at once; a bad number, a bad M token or a base64 key
+  // that does not decode is remembered (the last one's text wins) and the scan goes on. None
+  // if the flags are well formed. Only needed where mcring answers without the server: an ms
+  // too large to forward, a base64 key that does not decode.
+  RequestError metaFlagsError(size_t first, char* mode) const {
+    std::array<bool, 127> seen{};
+    RequestError error = RequestError::None;
+    bool failed = false;
+    std::string decoded;
+    for (size_t i = first; i < count() && i < kStoredTokens; ++i) {
+      const std::string_view t = tok(i);
+      const auto o = static_cast<unsigned char>(t[0]);
+      if (o >= seen.size() || seen[o]) {
+        return RequestError::MetaDuplicateFlag;
+      }
+      seen[o] = true;
+      const std::string_view arg = t.substr(1);
+      int32_t i32 = 0;
+      uint64_t u64 = 0;
+      RequestError bad = RequestError::None;
+      switch (o) {
+        case 'b':
+          if (!decodeBase64Key(tok(1), decoded)) {
+            bad = RequestError::Base64Key;
+          }
+          break;
+        case 'N':
+        case 'T':
+        case 'R':
+          if (!safeStrtol(arg, &i32)) {
+            bad = RequestError::MetaBadToken;
+          }
+          break;
+        case 'F':  // memcached sets no text of its own: its default stays
+          if (!safeStrtoull(arg, &u64)) {
+            failed = true;
+          }
+          break;
+        case 'C':
+          if (!safeStrtoull(arg, &u64)) {
+            bad = RequestError::MetaBadToken;
+          }
+          break;
+        case 'M':
+          if (t.size() != 2) {
+            bad = RequestError::MetaModeLength;
+          } else if (mode != nullptr) {
+            *mode = t[1];
+          }
+          break;
+        case 'J':
+          if (!safeStrtoull(arg, &u64)) {
+            bad = RequestError::MetaBadInitial;
+          }
+          break;
+        case 'D':
+          if (!safeStrtoull(arg, &u64)) {
+            bad = RequestError::MetaBadDelta;
+          }
+          break;
+        case 'l': case 'O': case 'P': case 'L': case 'k': case 's': case 't': case 'c':
+        case 'f': case 'v': case 'h': case 'u': case 'q': case 'I':
+          break;
+        default:
+          return RequestError::MetaUnknownFlag;
+      }
+      if (bad != RequestError::None) {
+        error = bad;
+        failed = true;
+      }
+    }
+    if (failed) {
+      return error == RequestError::None ? RequestError::BadCommandLine : error;
+    }
+    return RequestError::None;
+  }
+
+  // memcached's checks of an ms line after the flag pre-parse, in its order: an opaque over 32
+  // bytes (remembered), then the mode (at once: E A P R S only).
+  RequestError metaSetFlagsError() const {
+    char mode = 0;
+    RequestError error = metaFlagsError(3, &mode);
+    if (error != RequestError::None) {
+      return error;
+    }
+    for (size_t i = 3; i < count() && i < kStoredTokens; ++i) {
+      if (tok(i)[0] == 'O' && tok(i).size() > kMaxOpaqueToken) {
+        error = RequestError::MetaOpaqueTooLong;
+      }
+    }
+    if (mode != 0 && std::string_view("EAPRS").find(mode) == std::string_view::npos) {
+      return RequestError::MetaSetInvalidMode;
+    }
+    return error;
+  }
+
   // mg/md/ma <key> <flags>*
   ParseStatus parseMeta() {
     const size_t n = count();
@@ -487,8 +587,9 @@ class LineParser {
       return failMeta(is_get ? RequestError::MetaGetFlagsTooLong : RequestError::MetaFlagsTooLong);
     }
     if (!scanMetaFlags(2)) {
-      // mg reports the decoding error; md and ma a generic one.
-      return failMeta(is_get ? RequestError::Base64Key : RequestError::MetaInvalidFlag);
+      // mg reports what its flag pre-parse found (the decoding error, unless another flag's
+      // error comes after it or stops the scan); md and ma a generic error.
+      return failMeta(is_get ? metaFlagsError(2, nullptr) : RequestError::MetaInvalidFlag);
     }
     return ParseStatus::Ok;
   }
@@ -513,7 +614,14 @@ class LineParser {
     if (!parseValueLength(tok(2), &length)) {
       return failMeta(RequestError::BadCommandLine);
     }
-    // The flags are read (and a base64 key decoded) before the size is checked, as in memcached.
+    // The flags are checked (and a base64 key decoded) before the size, as in memcached, whose
+    // flag errors swallow the data block too. Only what mcring answers itself needs them
+    // checked here (the server checks the rest), but an error must come before the data
+    // block's terminator is: memcached reports a bad flag even when the block is bad.
+    const RequestError flags_error = metaSetFlagsError();
+    if (flags_error != RequestError::None) {
+      return failMeta(flags_error, length + 2);
+    }
     const bool base64_failed = !scanMetaFlags(3);
     return acceptData(length, /*meta=*/true, base64_failed);
   }

@@ -1,126 +1,32 @@
-"""Differential test: random sequences of valid and invalid commands sent to a memcached directly
-and to mcring in front of an identical memcached must get byte-identical replies.
+"""Stateful differential fuzzer: seeded sequences of text and meta requests (diff_fuzz.py: what
+is generated, and what is left out and why) are sent to one memcached directly and to mcring in
+front of another memcached started the same way (-m 1024 -o no_lru_crawler,no_lru_maintainer,
+default -I 1m); every batch's replies must be byte-identical, and every key's value, flags, CAS
+presence and TTL (diff_fuzz.CLOCK_SLACK seconds of slack) must match on both sides every 100 batches and at the end.
 
-Documented differences are left out of the generator: `version` and `stats` (the proxy answers
-them), lines over 2048 bytes (closed by both,
-with an error line first from mcring), and reply fields that depend on the wall clock (TTL and
-last-access flags, `me`), which could differ by a second between the two servers. Retrieval commands
-never carry a key over 250 bytes: memcached 1.6.18 then answers CLIENT_ERROR *and drops the
-replies of the requests before it in the same read* (a memcached quirk mcring does not copy:
-it answers every earlier request).
-
-MCRING_DIFF_SEED and MCRING_DIFF_COMMANDS choose the run (CI: a fixed seed, 3,000 commands;
-`make differential` runs a longer one).
+MCRING_DIFF_SEED and MCRING_DIFF_COMMANDS choose the run (make test: a fixed seed, 20,000
+requests; `make differential`: a longer one, a new seed each time). A difference fails the test
+with the seed, the batch number, its requests and both replies; replay a seed with
+MCRING_DIFF_SEED=<seed> to reproduce it.
 """
 
 import os
-import random
+import time
 import unittest
 
-from harness import (HOST, Conn, IntegrationCase, Mcring, Memcached, make_tmpdir, remove_tmpdir,
-                     requires_proxy, server_line)
+import diff_fuzz
+from harness import (HOST, SANITIZED, Conn, IntegrationCase, Mcring, Memcached, make_tmpdir,
+                     remove_tmpdir, requires_proxy, server_line)
 
-SEED = int(os.environ.get("MCRING_DIFF_SEED", "20261129"))
-COMMANDS = int(os.environ.get("MCRING_DIFF_COMMANDS", "3000"))
-BATCH = 25
+SEED = int(os.environ.get("MCRING_DIFF_SEED", "20261202"))
+COMMANDS = int(os.environ.get("MCRING_DIFF_COMMANDS", "20000"))
+STATE_EVERY = 100  # batches between two comparisons of every key's state
+MEMCACHED_ARGS = ["-o", "no_lru_crawler,no_lru_maintainer"]
+READ_TIMEOUT = 60 if SANITIZED else 20
 
 
-class Generator:
-    """Commands as bytes, drawn from one seeded RNG so a failure can be replayed."""
-
-    def __init__(self, seed):
-        self.r = random.Random(seed)
-        self.keys = [b"k%d" % i for i in range(12)] + [b"x" * 250, b"y" * 251, b"\xc3\xa9t\xc3\xa9",
-                                                      b"{tag}a", b"a:b:c"]
-
-    def key(self):
-        return self.r.choice(self.keys)
-
-    def value(self):
-        n = self.r.choice([0, 1, 2, 5, 10, 100, 1000])
-        return bytes(self.r.choice(b"abcdefghij") for _ in range(n))
-
-    def num(self):
-        return self.r.choice([b"0", b"1", b"42", b"-1", b"abc", b"18446744073709551615",
-                              b"18446744073709551616", b"4294967295", b"99999999999999999999"])
-
-    def noreply(self):
-        return b" noreply" if self.r.random() < 0.15 else b""
-
-    def storage(self):
-        cmd = self.r.choice([b"set", b"add", b"replace", b"append", b"prepend", b"cas"])
-        v = self.value()
-        flags = self.r.choice([b"0", b"1", b"4294967295", b"abc"])
-        exptime = self.r.choice([b"0", b"0", b"100000", b"-1"])
-        length = b"%d" % len(v)
-        if self.r.random() < 0.05:
-            length = b"%d" % (len(v) + self.r.choice([-1, 1]))  # a bad data chunk
-        cas = b" %d" % self.r.randint(0, 60) if cmd == b"cas" else b""
-        return b"%s %s %s %s %s%s%s\r\n%s\r\n" % (cmd, self.key(), flags, exptime, length, cas,
-                                                self.noreply(), v)
-
-    def retrieval(self):
-        cmd = self.r.choice([b"get", b"gets", b"gat", b"gats"])
-        keys = b" ".join(k for k in (self.key() for _ in range(self.r.randint(1, 6)))
-                         if len(k) <= 250) or b"k0"
-        if cmd in (b"gat", b"gats"):
-            return b"%s %s %s\r\n" % (cmd, self.r.choice([b"0", b"100000"]), keys)
-        return b"%s %s\r\n" % (cmd, keys)
-
-    def keyed(self):
-        c = self.r.randint(0, 3)
-        if c == 0:
-            return b"delete %s%s\r\n" % (self.key(), self.noreply())
-        if c == 1:
-            return b"incr %s %s%s\r\n" % (self.key(), self.num(), self.noreply())
-        if c == 2:
-            return b"decr %s %s%s\r\n" % (self.key(), self.num(), self.noreply())
-        return b"touch %s %s%s\r\n" % (self.key(), self.r.choice([b"0", b"100000"]),
-                                       self.noreply())
-
-    def meta(self):
-        c = self.r.randint(0, 5)
-        k = self.key()
-        if c == 0:
-            flags = self.r.sample([b"v", b"f", b"c", b"k", b"s", b"q", b"O77", b"N100000"],
-                                  self.r.randint(0, 4))
-            return b"mg %s %s\r\n" % (k, b" ".join(flags))
-        if c == 1:
-            v = self.value()
-            flags = self.r.sample([b"F5", b"T0", b"q", b"c", b"k", b"O9", b"MA", b"MP", b"ME",
-                                   b"MR", b"I"], self.r.randint(0, 3))
-            return b"ms %s %d %s\r\n%s\r\n" % (k, len(v), b" ".join(flags), v)
-        if c == 2:
-            flags = self.r.sample([b"q", b"k", b"O1", b"I"], self.r.randint(0, 2))
-            return b"md %s %s\r\n" % (k, b" ".join(flags))
-        if c == 3:
-            flags = self.r.sample([b"v", b"N0", b"J13", b"D5", b"MD", b"MI", b"q", b"c"],
-                                  self.r.randint(0, 3))
-            return b"ma %s %s\r\n" % (k, b" ".join(flags))
-        # `me` is left out: its la= (seconds since last access) depends on the clock.
-        return b"mn\r\n"
-
-    def invalid(self):
-        return self.r.choice([
-            b"bogus\r\n", b"get\r\n", b"set k 0 0\r\n", b"set k a b c\r\nxx\r\n",
-            b"incr\r\n", b"delete k 5\r\n", b"touch k\r\n", b"mg\r\n", b"ms k\r\n",
-            b"\r\n", b"verbosity\r\n", b"flush_all bogus\r\n", b"gat abc k\r\n",
-            b"ms k 2 b\r\nzz\r\n", b"mg YQ b v\r\n",
-        ])
-
-    def command(self):
-        p = self.r.random()
-        if p < 0.30:
-            return self.storage()
-        if p < 0.55:
-            return self.retrieval()
-        if p < 0.70:
-            return self.keyed()
-        if p < 0.90:
-            return self.meta()
-        if p < 0.98:
-            return self.invalid()
-        return self.r.choice([b"verbosity 1\r\n", b"flush_all\r\n", b"flush_all 0 noreply\r\n"])
+def start_memcached():
+    return Memcached(memory_mb=1024, extra_args=MEMCACHED_ARGS)
 
 
 @requires_proxy
@@ -128,41 +34,197 @@ class DifferentialTest(IntegrationCase):
     def setUp(self):
         super().setUp()
         self.tmp = make_tmpdir()
-        self.ref = Memcached()
-        self.backend = Memcached()
-        self.mc = Mcring([server_line(self.backend.addr)], self.tmp,
-                         extra={"allow_flush_all": "true"})  # the generator sends flush_all
+        self.ref = start_memcached()
+        self.backend = start_memcached()
+        # The generator sends flush_all. A 5 s backend timeout: the fuzzer reads memcached's
+        # replies before mcring's, and a loaded machine (the sanitizer run) must not turn a
+        # slow backend into SERVER_ERROR lines; timeouts are tested elsewhere.
+        self.mc = Mcring([server_line(self.backend.addr)], self.tmp, timeout_ms=5000,
+                         extra={"allow_flush_all": "true"})
+        self.dump_log_on_failure(self.mc)
+        self.conns = {}
 
     def tearDown(self):
+        for c in self.conns.values():
+            c.close()
         self.mc.stop()
         self.ref.stop()
         self.backend.stop()
         remove_tmpdir(self.tmp)
         super().tearDown()
 
-    def test_random_sequences_match_memcached(self):
-        gen = Generator(SEED)
-        sent = 0
-        with Conn(HOST, self.ref.port, timeout=10) as ref, \
-                Conn(HOST, self.mc.port, timeout=10) as prx:
-            while sent < COMMANDS:
-                batch = [gen.command() for _ in range(BATCH)]
-                sent += len(batch)
-                data = b"".join(batch) + b"mn\r\n"
-                ref.send(data)
-                prx.send(data)
-                # Every mn (the generator's own, and the closing one) answers one MN line.
-                mns = sum(1 for c in batch if c == b"mn\r\n") + 1
+    def connect(self):
+        for c in self.conns.values():
+            c.close()
+        self.conns = {"ref": Conn(HOST, self.ref.port, timeout=READ_TIMEOUT),
+                      "prx": Conn(HOST, self.mc.port, timeout=READ_TIMEOUT)}
 
-                def done(buf, mns=mns):
-                    return buf.endswith(b"MN\r\n") and buf.count(b"MN\r\n") >= mns
-                want = ref.recv_until(done, timeout=10)
-                got = prx.recv_until(done, timeout=10)
-                if got != want:
-                    self.fail("seed %d, commands %d..%d differ:\nrequests: %r\nmemcached: %r\n"
-                              "mcring:    %r" % (SEED, sent - len(batch), sent, data[:3000],
-                                                 want[:3000], got[:3000]))
-        print("differential: %d commands (seed %d), replies identical" % (sent, SEED))
+    def exchange(self, data, end):
+        """Sends data to both; returns both replies, read up to `end` or the connection's close."""
+        for c in self.conns.values():
+            c.send(data)
+        out = {}
+        for name, c in self.conns.items():
+            out[name] = c.recv_until(lambda buf: buf.endswith(end), timeout=READ_TIMEOUT)
+            out[name + "_eof"] = c.eof
+        return out
+
+    def compare_state(self, where):
+        keys = diff_fuzz.STATE_KEYS
+        req = diff_fuzz.state_request(keys)
+        got = self.exchange(req, diff_fuzz.STATE_END)
+        ref = diff_fuzz.parse_state(got["ref"], keys)
+        prx = diff_fuzz.parse_state(got["prx"], keys)
+        diffs = diff_fuzz.state_differences(ref, prx)
+        if diffs:
+            self.fail("seed %d, %s: stored state differs:\n  %s" % (SEED, where, "\n  ".join(diffs)))
+
+    def test_random_sequences_match_memcached(self):
+        gen = diff_fuzz.Generator(SEED)
+        started = time.monotonic()
+        sent = 0
+        batches = 0
+        reconnects = 0
+        clock_slack = 0
+        self.connect()
+        while sent < COMMANDS:
+            reqs, sentinel, end = gen.batch()
+            batches += 1
+            sent += len(reqs)
+            data = b"".join(reqs) + sentinel
+            got = self.exchange(data, end)
+            want, have = got["ref"], got["prx"]
+            gen.observe(want)
+            if want != have:
+                if not diff_fuzz.same_replies(want, have):
+                    at = diff_fuzz.first_difference(want, have)
+                    self.fail("seed %d, batch %d (requests %d..%d) differs at reply byte %d "
+                              "(memcached %d bytes, mcring %d):\nrequests: %r\nmemcached: %r\n"
+                              "mcring:    %r" % (
+                                  SEED, batches, sent - len(reqs), sent, at, len(want), len(have),
+                                  [r[:300] for r in reqs], want[max(0, at - 200):at + 300],
+                                  have[max(0, at - 200):at + 300]))
+                clock_slack += 1
+            if got["ref_eof"] != got["prx_eof"]:
+                self.fail("seed %d, batch %d: connection closed by %s only; requests: %r" % (
+                    SEED, batches, "memcached" if got["ref_eof"] else "mcring",
+                    [r[:300] for r in reqs]))
+            if got["ref_eof"] or not want.endswith(end):
+                reconnects += 1  # quit (or a close both made): a new connection to each
+                self.connect()
+            if batches % STATE_EVERY == 0:
+                self.compare_state("after batch %d" % batches)
+        self.compare_state("at the end")
+        print("differential: seed %d, %d requests in %d batches, 0 differences (%d replies equal "
+              "but for clock fields), %d reconnects, %.1f s" % (
+                  SEED, sent, batches, clock_slack, reconnects, time.monotonic() - started))
+
+
+@requires_proxy
+class Issue16CasesTest(IntegrationCase):
+    """Minimized reproductions of the differences issue 16 lists, each sent to a memcached
+    directly and through mcring (one backend started the same way): same bytes back, same state
+    after. The parser-level halves are unit tests (request_parser_test.cc, "issue 16")."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = make_tmpdir()
+        cls.ref = start_memcached()
+        cls.backend = start_memcached()
+        cls.mc = Mcring([server_line(cls.backend.addr)], cls.tmp, timeout_ms=5000,
+                        extra={"allow_flush_all": "true"})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.mc.stop()
+        cls.ref.stop()
+        cls.backend.stop()
+        remove_tmpdir(cls.tmp)
+
+    def setUp(self):
+        super().setUp()
+        self.dump_log_on_failure(self.mc)
+        self.a = self.conn(self.ref.port, timeout=READ_TIMEOUT)
+        self.b = self.conn(self.mc.port, timeout=READ_TIMEOUT)
+        self.both(b"flush_all\r\nmn\r\n")
+
+    def both(self, data, end=b"MN\r\n"):
+        """data to both sides; both replies up to `end`; asserts they are identical."""
+        self.a.send(data)
+        self.b.send(data)
+        want = self.a.recv_until(lambda buf: buf.endswith(end))
+        got = self.b.recv_until(lambda buf: buf.endswith(end))
+        self.assertTrue(want.endswith(end), want[-200:])
+        at = diff_fuzz.first_difference(want, got)
+        self.assertEqual(want, got, "differ at byte %d of %d/%d: %r vs %r" % (
+            at, len(want), len(got), want[at:at + 100], got[at:at + 100]))
+        return want
+
+    def test_case1_too_large_set_with_noreply_is_silent(self):
+        # memcached answers nothing (its "object too large" obeys noreply) and unlinks the old
+        # value; mcring answered SERVER_ERROR object too large for cache, which a noreply
+        # client reads as the reply to its next command.
+        self.both(b"set big0 0 0 3\r\nold\r\nmn\r\n")
+        for n in (1048576, 1048577, diff_fuzz.BIG_VALUE_MAX + 1):
+            r = self.both(b"set big0 0 0 %d noreply\r\n%s\r\nmn\r\nget big0\r\nmn\r\n"
+                          % (n, b"x" * n), end=b"END\r\nMN\r\n")
+            self.assertEqual(r, b"MN\r\nEND\r\nMN\r\n")
+
+    def test_case2_ms_flags_checked_before_the_size(self):
+        self.both(b"set big1 0 0 3\r\nold\r\nmn\r\n")
+        r = self.both(b"ms big1 1048577 T0 c Mp F4294967295\r\n" + b"x" * 1048577 +
+                      b"\r\nmn\r\n")
+        self.assertEqual(r, b"CLIENT_ERROR invalid mode for ms M token\r\nMN\r\n")
+        # A refused flag is no store attempt: the old value stays (mcring deleted it as for a
+        # value too large).
+        self.assertEqual(self.both(b"mg big1 v\r\nmn\r\n"), b"VA 3\r\nold\r\nMN\r\n")
+        # The flag error also comes before a bad data block's (the fuzzer's first find).
+        self.assertEqual(self.both(b"ms k5 0 C1 T0 E3\r\na\r\nmn\r\n"),
+                         b"CLIENT_ERROR invalid flag\r\nERROR\r\nMN\r\n")
+
+    def test_case3_bare_cr_inside_a_request_line(self):
+        self.both(b"set k7 0 0 1\r\na\r\nset n0\rget 0 0 1\r\nb\r\nmn\r\n")
+        r = self.both(b"get k7 n0\rget x\r\nmn\r\n")
+        self.assertEqual(r, b"VALUE k7 0 1\r\na\r\nVALUE n0\rget 0 1\r\nb\r\nEND\r\nMN\r\n")
+
+    def test_case4_numeric_drift_is_memcached_memory_not_the_proxy(self):
+        # memcached 1.6.18 refuses to incr a stored value of 2^63 or more when a '-' left by a
+        # freed item follows it in its slab chunk (safe_strtoull's strchr runs past the value).
+        # With the same history on both servers mcring gets the same refusal: it forwards the
+        # requests unchanged, and the fuzzer's drift came from the two servers' memory.
+        fill = b"-" * 26
+        self.both(b"".join(b"set z%d 0 0 26\r\n%s\r\n" % (i, fill) for i in range(50)) +
+                  b"".join(b"delete z%d\r\n" % i for i in range(50)) + b"mn\r\n")
+        r = self.both(b"".join(b"set z%d 0 0 19\r\n9223372036854775808\r\nincr z%d 1\r\n"
+                               % (i, i) for i in range(50)) + b"mn\r\n")
+        self.assertEqual(r.count(b"CLIENT_ERROR cannot increment or decrement non-numeric value"),
+                         50)
+        # Under 2^63, or with no such garbage, incr and decr at the 64-bit edges agree.
+        r = self.both(b"set n1 0 0 19\r\n9223372036854775807\r\nincr n1 0\r\n"
+                      b"decr n1 18446744073709551615\r\nincr n1 18446744073709551615\r\n"
+                      b"incr n1 1\r\nmn\r\n")
+        self.assertEqual(r, b"STORED\r\n9223372036854775807\r\n0\r\n18446744073709551615\r\n"
+                            b"0\r\nMN\r\n")
+
+    def test_case5_huge_multiget_read_late(self):
+        # A 60-key get with many ~1 MB values, its reply read only after the reference's
+        # (as the fuzzer reads): mcring closed a client that read nothing for 1 s while its
+        # backend connection waited, though no other client waited behind it.
+        v = b"V" * 1000000
+        self.both(b"".join(b"set big%d 0 0 %d\r\n%s\r\n" % (i, len(v), v) for i in range(3)) +
+                  b"mn\r\n")
+        # 21 MB: past the client's 16 MiB output limit, so mcring pauses the backend connection.
+        keys = [b"k%d" % (i % 8) for i in range(39)] + [b"big0", b"big1", b"big2"] * 7
+        line = b"get " + b" ".join(keys) + b"\r\nmn\r\n"
+        self.a.send(line)
+        self.b.send(line)
+        want = self.a.recv_until(lambda buf: buf.endswith(b"END\r\nMN\r\n"))
+        time.sleep(1.5)  # mcring's stall limit is 1 s: the wait is what is tested
+        got = self.b.recv_until(lambda buf: buf.endswith(b"END\r\nMN\r\n"))
+        self.assertGreater(len(want), 21000000)
+        self.assertEqual(len(got), len(want))
+        self.assertEqual(got, want)
+        self.assertTrue(self.b.alive())
 
 
 if __name__ == "__main__":

@@ -255,10 +255,10 @@ const std::vector<RequestCase> kMeta = {
     {"ms k 2 q\r\nxx\r\n", {"ms keys=k data=2 noreply=[ q] args=[k 2 q] len=14", kDone}},
     {"ms YQ== 2 b\r\nxx\r\n", {"ms keys=YQ== decoded=a data=2 args=[YQ== 2 b] len=17", kDone}},
     {"ms k 4294967298\r\nxx\r\n", {"ms keys=k data=2 args=[k 4294967298] len=21", kDone}},  // HD
-    {"ms k 2 ! T1 T1\r\nxx\r\n",  // memcached answers CLIENT_ERROR invalid flag and swallows
-     {"ms keys=k data=2 args=[k 2 ! T1 T1] len=20", kDone}},
-    {"ms k 2 c d e f g h i j k l m n o p r s\r\nxx\r\n",  // 19 tokens
-     {"ms keys=k data=2 args=[k 2 c d e f g h i j k l m n o p r s] len=44", kDone}},
+    {"ms k 2 ! T1 T1\r\nxx\r\n",  // CLIENT_ERROR invalid flag, swallowed (checked here: #16)
+     {"!ms meta_unknown_flag swallow=4 len=20", kDone}},
+    {"ms k 2 c f k s t v h l u I O P L T0 N0 R0\r\nxx\r\n",  // 19 tokens
+     {"ms keys=k data=2 args=[k 2 c f k s t v h l u I O P L T0 N0 R0] len=47", kDone}},
     {"ms\r\n", {"!unknown_command len=4", kDone}},  // ERROR
     {"ms k\r\nxx\r\n",                              // CLIENT_ERROR bad command line format, ERROR
      {"!ms bad_command_line len=6", "!unknown_command len=4", kDone}},
@@ -516,6 +516,85 @@ TEST_CASE("request parser: a value over memcached's default item size is swallow
     REQUIRE(joinLines(feedRequests(parser, input, chunksOf(input.size(), chunk))) ==
             joinLines(c.expected));
   }
+}
+
+// Issue 16, found by the differential fuzzer (tests/integration/diff_fuzz.py): each row is
+// memcached 1.6.18's answer, measured (in the comment).
+TEST_CASE("request parser: issue 16 case 1, a too-large set with noreply is silent") {
+  const RequestParser parser;
+  // memcached answers nothing (then MN). 1 MiB is not over item_size_max, so it goes to the
+  // server, whose "object too large" the proxy drops for noreply (BackendConnection::deliver);
+  // one byte more is refused here, silently.
+  checkRequests(parser,
+                {"set big0 0 0 1048576 noreply\r\n" + std::string(1048576, 'x') + "\r\nmn\r\n",
+                 {"set keys=big0 data=1048576 noreply=[ noreply] len=1048608", "mn args=[] len=4",
+                  kDone}},
+                /*every_byte=*/false);
+  checkRequests(parser,
+                {"set big0 0 0 1048577 noreply\r\n" + std::string(1048577, 'x') + "\r\nmn\r\n",
+                 {"!set too_large noreply swallow=1048579 len=1048609", "mn args=[] len=4",
+                  kDone}},
+                /*every_byte=*/false);
+}
+
+TEST_CASE("request parser: issue 16 case 2, ms flags are checked before the size") {
+  const RequestParser parser;
+  const std::string line = "ms big1 1048577 T0 c Mp F4294967295\r\n";
+  // CLIENT_ERROR invalid mode for ms M token (not SERVER_ERROR object too large for cache),
+  // the block swallowed; and no stale-value delete (Dispatcher::invalidateTooLarge) follows.
+  checkRequests(parser,
+                {line + std::string(1048577, 'x') + "\r\nmn\r\n",
+                 {"!ms meta_set_invalid_mode swallow=1048579 len=" +
+                      std::to_string(line.size() + 1048579),
+                  "mn args=[] len=4", kDone}},
+                /*every_byte=*/false);
+}
+
+const std::string kOpaque31 = "O" + std::string(31, '9');
+const std::string kOpaque32 = "O" + std::string(32, '9');
+const std::vector<RequestCase> kMetaFlagOrder = {
+    // memcached's pre-parse: a bad number or M token is remembered, the last one's text wins;
+    // a repeated, unknown or >= 0x7f flag stops the scan at once; then an opaque over 32 bytes
+    // is remembered and a bad mode answered at once.
+    {"ms k 2 Fx Mp\r\nxx\r\n", {"!ms bad_command_line swallow=4 len=18", kDone}},
+    {"ms k 2 Mp Tx\r\nxx\r\n", {"!ms meta_bad_token swallow=4 len=18", kDone}},
+    {"ms k 2 " + kOpaque32 + " Mp\r\nxx\r\n",
+     {"!ms meta_set_invalid_mode swallow=4 len=49", kDone}},
+    {"ms k 2 " + kOpaque32 + "\r\nxx\r\n", {"!ms meta_opaque_too_long swallow=4 len=46", kDone}},
+    {"ms k 2 " + kOpaque31 + "\r\nxx\r\n",  // HD O999...
+     {"ms keys=k data=2 args=[k 2 " + kOpaque31 + "] len=45", kDone}},
+    {"ms k 2 MSS\r\nxx\r\n", {"!ms meta_mode_length swallow=4 len=16", kDone}},
+    {"ms k 2 T1 T2\r\nxx\r\n", {"!ms meta_duplicate_flag swallow=4 len=18", kDone}},
+    {"ms k 2 \x80\r\nxx\r\n", {"!ms meta_duplicate_flag swallow=4 len=14", kDone}},
+    {"ms k 2 J\r\nxx\r\n", {"!ms meta_bad_initial swallow=4 len=14", kDone}},
+    {"ms k 2 Dx\r\nxx\r\n", {"!ms meta_bad_delta swallow=4 len=15", kDone}},
+    {"ms k 2 E5\r\nxx\r\n", {"!ms meta_unknown_flag swallow=4 len=15", kDone}},
+    {"ms k 2 F4294967296 MS\r\nxx\r\n",  // HD: flags wrap to 32 bits
+     {"ms keys=k data=2 args=[k 2 F4294967296 MS] len=27", kDone}},
+    {"ms !!!! 2 b Tx\r\nxx\r\n", {"!ms meta_bad_token swallow=4 len=20", kDone}},
+    {"ms !!!! 2 Z b\r\nxx\r\n", {"!ms meta_unknown_flag swallow=4 len=19", kDone}},
+    {"ms !!!! 2 b\r\nxx\r\n", {"!ms base64_key swallow=4 len=17", kDone}},
+    // A bad flag is reported even when the data block is bad too (then "\n" is ERROR).
+    {"ms k5 0 C1 T0 E3\r\na\r\n",
+     {"!ms meta_unknown_flag swallow=2 len=20", "!unknown_command len=1", kDone}},
+    {"mg !!!! b Tx\r\n", {"!mg meta_bad_token len=14", kDone}},
+    {"mg !!!! Tx b\r\n", {"!mg base64_key len=14", kDone}},
+    {"mg !!!! b Z\r\n", {"!mg meta_unknown_flag len=13", kDone}},
+    {"md !!!! b Tx\r\n", {"!md meta_invalid_flag len=14", kDone}},
+};
+
+TEST_CASE("request parser: issue 16, meta flag errors in memcached's order") {
+  const RequestParser parser;
+  for (const auto& c : kMetaFlagOrder) {
+    checkRequests(parser, c, /*every_byte=*/true);
+  }
+}
+
+TEST_CASE("request parser: issue 16 case 3, a bare CR inside a line is a key byte") {
+  const RequestParser parser;
+  // VALUE k7 ..., VALUE n0\rget ..., END: memcached splits tokens on spaces only.
+  checkRequests(parser, {"get k7 n0\rget x\r\n", {"get keys=k7,n0\\x0dget,x len=17", kDone}},
+                /*every_byte=*/true);
 }
 
 TEST_CASE("request parser: parse() consumes nothing and reports offsets into the line") {
