@@ -201,11 +201,16 @@ void BackendConnection::checkPaused() {
     pause_output_ = out;
     pause_progress_ns_ = now;
   }
-  // Both rules bound the wait of other clients' requests behind this one: a client alone on
-  // the connection may read as slowly as it likes (memcached's behaviour; the pause holds its
-  // reply in the backend's socket, not in mcring's memory), and is closed only once another
-  // client's request queues behind it.
-  const bool stuck = now - pause_progress_ns_ >= limit && othersWaitBehind(s);
+  // Both rules bound what this client costs the others: a client alone on the connection may
+  // read as slowly as it likes (memcached's behaviour; the pause holds the rest of its reply in
+  // the backend's socket), and one that reads nothing is closed only once another client's
+  // request queues behind it, or while the pool is over its memory budget (its unsent output
+  // counts there: six such clients with 15 MB replies unread made every other client's gets
+  // answer out of memory until they were closed).
+  const MemoryBudget& budget = s->pool().replies_budget;
+  const bool pool_over_budget = budget.used() > budget.limit();
+  const bool stuck =
+      now - pause_progress_ns_ >= limit && (othersWaitBehind(s) || pool_over_budget);
   const bool slow = static_cast<double>(drained) <
                     static_cast<double>(kMinDrainBytesPerSec) * static_cast<double>(paused_ns) / 1e9;
   const bool hogging = paused_ns >= limit && slow && othersWaitBehind(s);
