@@ -50,7 +50,7 @@ bool BackendConnection::ensureConnected() {
 void BackendConnection::expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect e,
                                uint64_t bytes) {
   ++r->refs;
-  inflight_.push_back(InFlight{r, fragment, delivery, e, monotonicMicros()});
+  (holding() ? held_ : inflight_).push_back(InFlight{r, fragment, delivery, e, monotonicMicros()});
   stats::bump(server_.worker().counters().backend_requests);
   stats::BackendStats& bs = server_.stats();
   stats::bump(bs.requests);
@@ -294,7 +294,7 @@ void BackendConnection::sendSharedKeys(PendingRequest* r, uint32_t fragment,
       (shared_command_ != command || shared_length_ + add + 2 > kMaxSharedLine)) {
     endSharedLine();
   }
-  net::Buffer& out = tcp_->output();
+  net::Buffer& out = wire();
   if (shared_command_.empty()) {
     out.append(command);
     shared_command_ = command;
@@ -314,10 +314,11 @@ void BackendConnection::endSharedLine() {
   }
   shared_command_ = {};
   shared_length_ = 0;
-  tcp_->output().append("\r\n");
+  wire().append("\r\n");
   stats::bump(server_.worker().counters().backend_get_lines);
-  // Every other expectation follows a write through output(), which ended the line first.
-  inflight_.back().line_end = true;
+  // Every other expectation follows a write through output(), which ended the line first. A
+  // line begun while replays waited is held with its expectations, or was flushed with them.
+  (holding() ? held_ : inflight_).back().line_end = true;
 }
 
 // A VALUE unit (n bytes at the front of the input) for `key`: the fragment's next expected key
@@ -544,6 +545,9 @@ void BackendConnection::failAll(BackendFailure why) {
   failed.insert(failed.end(), replays_.begin(), replays_.end());
   replays_.clear();
   replay_waits_for_ = 0;
+  failed.insert(failed.end(), held_.begin(), held_.end());  // never sent: they fail the same
+  held_.clear();
+  held_output_.drain(held_output_.size());
   shared_command_ = {};  // its bytes went with the connection
   shared_length_ = 0;
   hits_in_reply_ = 0;
@@ -643,6 +647,8 @@ void BackendConnection::closeUnexpectedly(BackendFailure why) {
   std::deque<InFlight> owed;
   owed.swap(inflight_);
   // Replays of an earlier close not sent yet had no part in this one: they keep their turn.
+  // While replays waited, later requests were held, shared get line included (flushHeld).
+  const bool was_holding = holding();
   std::deque<InFlight> again;
   again.swap(replays_);
   replay_waits_for_ = 0;
@@ -650,16 +656,23 @@ void BackendConnection::closeUnexpectedly(BackendFailure why) {
   for (size_t i = 0; i < owed.size(); ++i) {
     (replayable(owed[i], i == 0, owed.size() == 1) ? again : failed).push_back(owed[i]);
   }
-  shared_command_ = {};  // its bytes went with the connection
-  shared_length_ = 0;
+  if (!was_holding) {
+    shared_command_ = {};  // its bytes went with the connection
+    shared_length_ = 0;
+  }
   hits_in_reply_ = 0;
   closeSocket();
-  if (!again.empty()) {
+  if (!again.empty()) {  // always so when was_holding: the replays not sent yet are in it
     if (ensureConnected()) {
       replays_.swap(again);
       sendNextReplay();
     } else {
       failed.insert(failed.end(), again.begin(), again.end());  // the connect failure counted
+      failed.insert(failed.end(), held_.begin(), held_.end());
+      held_.clear();
+      held_output_.drain(held_output_.size());
+      shared_command_ = {};
+      shared_length_ = 0;
     }
   }
   if (!failed.empty()) {
@@ -682,8 +695,21 @@ void BackendConnection::sendNextReplay() {
     inflight_.push_back(f);
     replay_waits_for_ = inflight_.size();
     updateTimeout();
+    break;
+  }
+  if (!holding()) {
+    flushHeld();  // the last replay is on its way: what was held goes behind it
+  }
+}
+
+void BackendConnection::flushHeld() {
+  if (held_.empty() && held_output_.empty()) {
     return;
   }
+  held_output_.moveAllTo(tcp_->output());
+  inflight_.insert(inflight_.end(), held_.begin(), held_.end());
+  held_.clear();
+  updateTimeout();
 }
 
 // Safe to send again: a retrieval with no side effect beyond what repeating it repeats (get,
@@ -724,7 +750,9 @@ void BackendConnection::resend(InFlight& f) {
   PendingRequest& r = *f.req;
   f.sent_us = monotonicMicros();
   stats::bump(server_.worker().counters().replayed_requests);
-  net::Buffer& out = output();
+  // Straight to the socket: a shared get line being built while replays wait is held, and must
+  // stay open (and behind this replay).
+  net::Buffer& out = tcp_->output();
   if (f.delivery == Delivery::Direct) {
     out.append(r.resend);
     return;

@@ -42,7 +42,7 @@ class BackendConnection : public net::ConnectionHandler {
 
   enum class State : uint8_t { Closed, Connecting, Connected };
   State state() const { return state_; }
-  bool idle() const { return inflight_.empty() && replays_.empty(); }
+  bool idle() const { return inflight_.empty() && replays_.empty() && held_.empty(); }
   size_t inflightCount() const { return inflight_.size(); }
 
   // Starts connecting if closed. Returns false if the connect could not even start.
@@ -51,7 +51,7 @@ class BackendConnection : public net::ConnectionHandler {
   // get line first, so a request written after it is never overtaken by its keys.
   net::Buffer& output() {
     endSharedLine();
-    return tcp_->output();
+    return wire();
   }
   // Sends fragment `fragment` of the get/gets request `r` (no exptime) and expects its reply.
   // Its keys join the line of the same command being built for this server in this pass of the
@@ -127,6 +127,14 @@ class BackendConnection : public net::ConnectionHandler {
   // that makes memcached close the connection does so with no other replay in flight.
   std::deque<InFlight> replays_;
   size_t replay_waits_for_ = 0;
+  // Requests written while replays wait, and their bytes: they go to the socket once the last
+  // replay is sent, so a client's `get k` replayed after a close is still answered before its
+  // `set k` that came next (nothing overtakes a replay).
+  std::deque<InFlight> held_;
+  net::Buffer held_output_;
+  bool holding() const { return !replays_.empty(); }
+  net::Buffer& wire() { return holding() ? held_output_ : tcp_->output(); }
+  void flushHeld();
   protocol::ReplyFramer framer_;
   // Waiting for a client that streams a reply and has a full output (pause()).
   bool paused_ = false;

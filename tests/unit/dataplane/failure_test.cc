@@ -99,6 +99,30 @@ TEST_CASE("after a close, requests go again one at a time: a poisoning one takes
   CHECK(dp.counters().server_errors.load() == 1);
 }
 
+TEST_CASE("nothing overtakes a replay: a client's set after its replayed get goes behind it") {
+  FakeBackend b0;
+  DataPlane dp({&b0});
+  auto client = dp.connect();
+  auto other = dp.connect();
+  REQUIRE(client.send("get k1\r\nget k2\r\n"));
+  REQUIRE(b0.expect("get k1 k2\r\n") == "get k1 k2\r\n");  // coalesce_gets
+  b0.closeConnection();
+  REQUIRE(b0.accept());
+  REQUIRE(b0.expect("get k1\r\n") == "get k1\r\n");  // replays go one at a time, a line each
+  // Written while get k2 still waits for its turn: held, not sent before it.
+  REQUIRE(client.send("set k2 0 0 1\r\nx\r\n"));
+  REQUIRE(other.send("get k3\r\n"));
+  CHECK(b0.readQuiet(50).empty());
+  REQUIRE(b0.send("END\r\n"));  // k1's answer: k2's replay goes, then what was held
+  const std::string next = "get k2\r\nset k2 0 0 1\r\nx\r\nget k3\r\n";
+  REQUIRE(b0.expect(next) == next);
+  REQUIRE(b0.send("END\r\nSTORED\r\nEND\r\n"));
+  CHECK(client.read(18) == "END\r\nEND\r\nSTORED\r\n");
+  CHECK(other.read(5) == "END\r\n");
+  CHECK(dp.counters().replayed_requests.load() == 2);
+  CHECK(dp.counters().server_errors.load() == 0);
+}
+
 TEST_CASE("mg, touch and a forwarded gat are sent again as they were; an mg with N is not") {
   FakeBackend b0;
   DataPlane dp({&b0});
