@@ -151,7 +151,7 @@ class Metadumps::Dump {
     const size_t size = s.got.size();
     if (size >= kDumpLine.size() && prefix(s.got, kDumpLine.size()) != kDumpLine) {
       // Not a dump line: an error line, or an empty dump's END alone.
-      if (s.got.findNewline(0, size) != SIZE_MAX) {
+      if (s.got.findNewline(0, size) != net::Buffer::npos) {
         s.state = prefix(s.got, size) == kEnd ? State::Dumped : State::Errored;
       }
     } else if (size > kEnd.size() && endsWithEnd(s.got) &&

@@ -249,13 +249,7 @@ class GatAttackTest(HostileBase):
 
     def test_victim_unharmed_and_no_server_ejected(self):
         keys = [b"v%02d" % i for i in range(30)]
-        with socket.create_connection((HOST, self.port), timeout=10) as s:
-            s.sendall(b"".join(b"set %s 0 0 1\r\nx\r\n" % k for k in keys))
-            want = b"STORED\r\n" * len(keys)
-            got = b""
-            while len(got) < len(want):
-                got += s.recv(65536)
-            self.assertEqual(got, want)
+        store_ones(self.port, keys)
         attack = b"gat 0 " + b" ".join(b"k%06d" % i for i in range(9000)) + b"\r\n"
         self.assertGreater(len(attack), 70000)
         stop = threading.Event()
@@ -275,23 +269,7 @@ class GatAttackTest(HostileBase):
         t.start()
         self.addCleanup(t.join, 10)
         self.addCleanup(stop.set)
-        ok, errors = 0, []
-        expected = b"".join(b"VALUE %s 0 1\r\nx\r\n" % k for k in keys) + b"END\r\n"
-        request = b"get " + b" ".join(keys) + b"\r\n"
-        with socket.create_connection((HOST, self.port), timeout=10) as v:
-            deadline = time.monotonic() + 2.5
-            while time.monotonic() < deadline and ok < 100000:
-                v.sendall(request)
-                buf = b""
-                while not buf.endswith(b"END\r\n") and b"ERROR" not in buf:
-                    chunk = v.recv(65536)
-                    if not chunk:
-                        break
-                    buf += chunk
-                if buf == expected:
-                    ok += 1
-                else:
-                    errors.append(buf[:100])
+        ok, errors = victim_gets(self.port, keys, 2.5)
         stop.set()
         t.join(10)
         ejected = {k: val for k, val in self.stats(b"backends").items() if k.endswith(":ejected")}

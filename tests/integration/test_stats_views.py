@@ -177,14 +177,17 @@ class StatsViewsTest(IntegrationCase):
         self.assertEqual(via, direct)
         self.assertTrue(via <= {k.decode() for k in self.keys})
 
-    def test_cachedump_refused_by_default(self):
+    def test_key_dumps_refused_by_default(self):
         tmp = make_tmpdir()
         self.addCleanup(remove_tmpdir, tmp)
         p = Mcring([server_line(b.addr) for b in self.backends], tmp)
         self.addCleanup(p.stop)
         with Conn(HOST, p.port) as c:
+            # memcached -X's answers.
             self.assertEqual(c.request(b"stats cachedump 1 0\r\n"),
                              b"CLIENT_ERROR stats cachedump not allowed\r\n")
+            self.assertEqual(c.request(b"lru_crawler metadump all\r\n"),
+                             b"ERROR metadump not allowed\r\n")
             self.assertEqual(c.request(b"version\r\n")[:8], b"VERSION ")
 
     METADUMP_LINE = re.compile(rb"^key=(\S+) exp=-?\d+ la=\d+ cas=\d+ fetch=(yes|no) cls=\d+ "
@@ -198,17 +201,20 @@ class StatsViewsTest(IntegrationCase):
                 b.endswith(b"END\r\n" + (b"MN\r\n" if then else b"")) or not b.startswith(b"key=")),
                 timeout=10)
 
+    def dumped_keys(self, reply):
+        """The keys of a metadump reply, each line checked against memcached's format."""
+        keys = []
+        for line in reply[:-len(b"END\r\n")].split(b"\n")[:-1]:
+            self.assertRegex(line, self.METADUMP_LINE)
+            keys.append(self.METADUMP_LINE.match(line).group(1))
+        return keys
+
     def test_metadump_lists_every_server(self):
         got = self.metadump(self.proxy.port)
         exp = self.metadump(self.ref.port)
         self.assertTrue(got.endswith(b"\nEND\r\n"), got[-200:])
         self.assertEqual(got.count(b"END\r\n"), 1, "one END for the pool")
-        lines = got[:-len(b"END\r\n")].split(b"\n")[:-1]
-        for line in lines:
-            self.assertRegex(line, self.METADUMP_LINE)
-        keys = [self.METADUMP_LINE.match(line).group(1) for line in lines]
-        ref_keys = [self.METADUMP_LINE.match(line).group(1)
-                    for line in exp[:-len(b"END\r\n")].split(b"\n")[:-1]]
+        keys, ref_keys = self.dumped_keys(got), self.dumped_keys(exp)
         self.assertEqual(len(keys), len(set(keys)), "a key listed twice")
         self.assertEqual(set(keys), set(ref_keys))
         # memcached writes keys URI-encoded (sv:... as sv%3A...).
@@ -239,17 +245,6 @@ class StatsViewsTest(IntegrationCase):
         self.assertEqual(len(dumps), n)
         for d in dumps:
             self.assertGreaterEqual(d.count(b"\n"), N_KEYS, d[:200])
-
-    def test_metadump_refused_by_default(self):
-        tmp = make_tmpdir()
-        self.addCleanup(remove_tmpdir, tmp)
-        p = Mcring([server_line(b.addr) for b in self.backends], tmp)
-        self.addCleanup(p.stop)
-        with Conn(HOST, p.port) as c:
-            # memcached -X's answer.
-            self.assertEqual(c.request(b"lru_crawler metadump all\r\n"),
-                             b"ERROR metadump not allowed\r\n")
-            self.assertEqual(c.request(b"version\r\n")[:8], b"VERSION ")
 
     def test_every_stat_line_is_three_tokens(self):
         """Prometheus' memcached_exporter splits each STAT line on spaces and rejects (memcached_up
@@ -283,12 +278,17 @@ class StatsViewsTest(IntegrationCase):
             c.send(b"".join(b"set %s 0 0 1 noreply\r\nx\r\n" % k for k in spread_keys("big:", 2500)))
             self.assertEqual(c.request(b"mn\r\n"), b"MN\r\n")
             self.assertGreater(len(c.request(b"stats cachedump 1 0\r\n")), 64 * 1024)
+        self.assertGreater(len(self.metadump(m.port)), 64 * 1024)
         with Conn(HOST, p.port) as c:
             self.assertEqual(c.request(b"stats cachedump 1 0\r\n"),
                              b"SERVER_ERROR out of memory writing get response\r\n")
             self.assertEqual(c.request(b"mn\r\n"), b"MN\r\n")  # the connection goes on
+            # A metadump too, charged as it arrives: refused once it passes the budget.
+            c.send(b"lru_crawler metadump all\r\nmn\r\n")
+            self.assertEqual(c.recv_until(lambda b: b.endswith(b"MN\r\n"), timeout=10),
+                             b"SERVER_ERROR out of memory writing get response\r\nMN\r\n")
             st = parse_stats(c.request(b"stats\r\n"))
-            self.assertGreaterEqual(int(st["client_oom_replies"]), 1)
+            self.assertGreaterEqual(int(st["client_oom_replies"]), 2)
 
     def test_stats_storm_reaches_each_server_a_few_times(self):
         def requests():

@@ -62,24 +62,30 @@ class WarmupCase(IntegrationCase):
     def stats(self):
         return parse_stats(self.c.request(b"stats\r\n"))
 
-    def reload(self, n):
-        """Rewrites the config with the first n backends and applies it (SIGHUP)."""
-        gen = int(self.stats()["config_generation"])
-        self.proxy.servers = self.lines(n)
+    def apply_config(self, text):
+        """Replaces the config file with `text` (atomically) and applies it (SIGHUP); returns
+        once the admin endpoint reports the new generation (read there, not on the data port,
+        whose pool the new config may remove)."""
+        gen = admin_stats_generation(self.proxy.admin_port)
         tmp = self.proxy.config_path + ".tmp"
         with open(tmp, "w") as f:
-            f.write(pool_yaml(self.proxy.pool, self.proxy.port, self.proxy.servers,
-                              timeout_ms=self.proxy.timeout_ms, extra=self.proxy.extra))
+            f.write(text)
         os.rename(tmp, self.proxy.config_path)
         os.kill(self.proxy.pid, signal.SIGHUP)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            if int(self.stats()["config_generation"]) > gen:
+            if admin_stats_generation(self.proxy.admin_port) > gen:
                 # Workers switch between requests: one round trip later every worker has it.
                 time.sleep(0.1)
                 return
             time.sleep(0.02)
-        self.fail("reload to %d servers was not applied" % n)
+        self.fail("the new config was not applied")
+
+    def reload(self, n):
+        """Rewrites the config with the first n backends and applies it."""
+        self.proxy.servers = self.lines(n)
+        self.apply_config(pool_yaml(self.proxy.pool, self.proxy.port, self.proxy.servers,
+                                    timeout_ms=self.proxy.timeout_ms, extra=self.proxy.extra))
 
     def owners(self, n, keys):
         """{key: backend index} under a config of the first n backends."""
@@ -377,18 +383,8 @@ class ReloadDuringFetchTest(WarmupCase):
             self.assertGreater(self.counter("warmup_fetches"), fetches, "no fetch was sent")
             # Remove the pool: a config whose only pool has another name and port.
             beta_port = free_port()
-            gen_before = admin_stats_generation(self.proxy.admin_port)
-            tmp = self.proxy.config_path + ".tmp"
-            with open(tmp, "w") as f:
-                f.write(pool_yaml("beta", beta_port, self.lines(3), timeout_ms=5000))
-            os.rename(tmp, self.proxy.config_path)
-            os.kill(self.proxy.pid, signal.SIGHUP)
-            deadline = time.monotonic() + 10
-            while (admin_stats_generation(self.proxy.admin_port) == gen_before and
-                   time.monotonic() < deadline):
-                time.sleep(0.02)
-            self.assertGreater(admin_stats_generation(self.proxy.admin_port), gen_before)
-            time.sleep(0.2)  # the worker switches between requests
+            self.apply_config(pool_yaml("beta", beta_port, self.lines(3), timeout_ms=5000))
+            time.sleep(0.1)  # the worker switches between requests
             previous.resume()
             resumed = True
             # The fetch's reply arrives now. The client gets its value or a close, never a crash.
@@ -409,25 +405,10 @@ class ReloadDuringFetchTest(WarmupCase):
         self.start(3, 2, window_ms=30000, threads=1)
         beta_port = free_port()
         keys = spread_keys("readd", 20)
-
-        def apply(text):
-            gen_before = admin_stats_generation(self.proxy.admin_port)
-            tmp = self.proxy.config_path + ".tmp"
-            with open(tmp, "w") as f:
-                f.write(text)
-            os.rename(tmp, self.proxy.config_path)
-            os.kill(self.proxy.pid, signal.SIGHUP)
-            deadline = time.monotonic() + 10
-            while (admin_stats_generation(self.proxy.admin_port) == gen_before and
-                   time.monotonic() < deadline):
-                time.sleep(0.02)
-            self.assertGreater(admin_stats_generation(self.proxy.admin_port), gen_before)
-            time.sleep(0.1)  # the worker switches between requests
-
         alpha = lambda n: pool_yaml("alpha", self.proxy.port, self.lines(n), timeout_ms=5000,
                                     extra={"warmup_window": 30000})
-        apply(pool_yaml("beta", beta_port, self.lines(3), timeout_ms=5000))  # alpha removed
-        apply(alpha(3) + pool_yaml("beta", beta_port, self.lines(3), timeout_ms=5000))
+        self.apply_config(pool_yaml("beta", beta_port, self.lines(3), timeout_ms=5000))  # alpha gone
+        self.apply_config(alpha(3) + pool_yaml("beta", beta_port, self.lines(3), timeout_ms=5000))
         c = self.conn(self.proxy.port)
         for k in keys:
             self.assertEqual(c.request(b"set %s 0 0 1\r\nx\r\n" % k), b"STORED\r\n")
