@@ -2,7 +2,9 @@
 #include "proxy/admin/admin_endpoint.h"
 
 #include "mcring_version.h"
+#include "proxy/admin/console_page.h"
 #include "proxy/admin/membership_monitor.h"
+#include "proxy/admin/what_if.h"
 #include "proxy/common/json.h"
 #include "proxy/common/log.h"
 
@@ -57,6 +59,12 @@ net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
     }
     return r;
   }
+  if (path.starts_with("/whatif/")) {
+    if (method != "POST") {
+      return {405, "text/plain; charset=utf-8", "use POST /whatif/<pool>\n", {}};
+    }
+    return whatIf(request);
+  }
   if (method != "GET" && method != "HEAD") {
     return {405, "text/plain; charset=utf-8", "method not allowed\n", {}};
   }
@@ -67,7 +75,18 @@ net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
                        verdict.message.c_str());
     return {verdict.status, "text/plain; charset=utf-8", verdict.message, {}};
   }
-  if (path == "/healthz") {
+  if (path == "/") {
+    r.content_type = "text/html; charset=utf-8";
+    r.body = consolePage();
+    // Everything is inline; the page may talk to this endpoint only, and not be framed (its
+    // reload button).
+    r.headers.emplace_back("Content-Security-Policy",
+                           "default-src 'none'; script-src 'unsafe-inline'; "
+                           "style-src 'unsafe-inline'; img-src data:; connect-src 'self'; "
+                           "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+    r.headers.emplace_back("X-Frame-Options", "DENY");
+    r.headers.emplace_back("Cache-Control", "no-cache");
+  } else if (path == "/healthz") {
     if (proxy_.stopping()) {
       return {503, "text/plain; charset=utf-8", "stopping\n", {}};
     }
@@ -84,9 +103,17 @@ net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
   } else if (path == "/events") {
     r.content_type = "application/json";
     r.body = eventsJson();
+  } else if (path == "/backends") {
+    r.content_type = "application/json";
+    r.body = backendsJson();
+  } else if (path == "/timeline") {
+    r.content_type = "application/json";
+    r.body = timelineJson();
   } else {
     return {404, "text/plain; charset=utf-8",
-            "not found; try /healthz /metrics /stats /reloads /events, POST /reload\n", {}};
+            "not found; try / (the console) /healthz /metrics /stats /backends /timeline /reloads "
+            "/events, POST /whatif/<pool>, POST /reload\n",
+            {}};
   }
   return r;
 }
@@ -134,6 +161,13 @@ std::string AdminEndpoint::metrics() const {
          std::to_string(proxy_.reloads().attempts()));
   metric("mcring_reload_failures_total", "counter", "reload attempts rejected",
          std::to_string(proxy_.reloads().failures()));
+  if (auto topology = rep.topology()) {
+    // Instances serving the same file show the same digest (the config-drift alert).
+    out += "# HELP mcring_config_info digest (XXH3-128) of the configuration file in force\n"
+           "# TYPE mcring_config_info gauge\nmcring_config_info{digest=";
+    common::appendJsonString(&out, topology->digest);
+    out += "} 1\n";
+  }
   backendMetrics(&out);
   out += "# HELP mcring_build_info build information\n# TYPE mcring_build_info gauge\n";
   out += "mcring_build_info{version=\"" MCRING_VERSION "\"} 1\n";
@@ -265,7 +299,7 @@ std::string AdminEndpoint::eventsJson() const {
       out += first ? "" : ",";
       first = false;
       out += "{\"id\":" + std::to_string(e.id) + ",\"time\":" + std::to_string(e.time) +
-             ",\"kind\":";
+             ",\"change_second\":" + std::to_string(e.change_second) + ",\"kind\":";
       common::appendJsonString(&out, e.kind);
       out += ",\"pool\":";
       common::appendJsonString(&out, e.pool);

@@ -32,6 +32,11 @@ class StatsReporter final : public stats::StatsRenderer {
     std::lock_guard<std::mutex> lock(mutex_);
     topology_ = std::move(topology);
   }
+  // Any thread: the topology in force (null before the first one).
+  std::shared_ptr<const config::Topology> topology() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return topology_;
+  }
   void setPoller(const class BackendPoller* poller) { poller_ = poller; }
   void setEjected(std::set<std::pair<std::string, std::string>> ejected) {
     std::lock_guard<std::mutex> lock(mutex_);

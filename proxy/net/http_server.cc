@@ -271,6 +271,10 @@ void HttpServer::onRequest(evhttp_request* req, void* arg) {
   const char* path = uri != nullptr ? evhttp_uri_get_path(uri) : nullptr;
   request.path = path != nullptr && *path != '\0' ? path : "/";
   request.headers = evhttp_request_get_input_headers(req);
+  if (evbuffer* in = evhttp_request_get_input_buffer(req); in != nullptr) {
+    request.body.resize(evbuffer_get_length(in));
+    evbuffer_copyout(in, request.body.data(), request.body.size());
+  }
   if (evcon != nullptr) {
     localAddress(evcon, &request.local_address, &request.local_port);
     char* peer = nullptr;
