@@ -192,7 +192,7 @@ function drawServers(tbody, pool, servers, dt) {
     const hit = rate && rate.lookups > 0 ? rate.hits / rate.lookups
               : lookups > 0 ? (c.get_hits + Math.min(c.warmup_hits, c.get_misses)) / lookups : null;
     const stateText = s.state === "up" ? "up" : s.state;
-    tbody.append(el("tr", {class: "state-" + s.state, "data-server": s.identity},
+    tbody.append(el("tr", {class: "server state-" + s.state, "data-server": s.identity},
       el("td", {}, el("span", {class: "swatch", style: "background:" + colorOf(pool, s.identity)}),
          s.name),
       el("td", {class: "text", text: s.identity}),
@@ -246,8 +246,10 @@ function drawTimeline(chart, note, series, nowSecond, events) {
   const y = (ratio) => top + (1 - ratio) * (H - top - bottom);
   for (const r of [0, 0.5, 1]) {
     chart.append(svg("line", {x1: 0, x2: W, y1: y(r), y2: y(r), class: "axis"}),
-                 svg("text", {x: 2, y: y(r) - 2, text: pct(r, 0)}));
+                 svg("text", {x: 2, y: y(r) + (r === 1 ? 10 : -2), text: pct(r, 0)}));
   }
+  chart.append(svg("text", {x: W - 2, y: H - 4, "text-anchor": "end",
+                            text: `${duration(span)} to now`}));
   let d = "";
   let pen = false;
   for (let i = 0; i < n; i++) {
@@ -310,7 +312,7 @@ function drawEvents(tbody, events) {
       el("td", {class: "observed " + (m.spike ? "warn" : ""), text: observed}),
       el("td", {text: num(Math.round(m.extra_misses))}),
       el("td", {text: recovery}),
-      el("td", {class: "text", text: e.verdict || (e.judged ? "" : "measuring…")})));
+      el("td", {class: "verdict", text: e.verdict || (e.judged ? "" : "measuring…")})));
   }
   if (!events.length) {
     tbody.append(el("tr", {}, el("td", {colSpan: 9, class: "muted text",
@@ -370,7 +372,7 @@ async function runWhatIf(pool) {
       ? el("span", {class: "muted", text: `; modula would move ${pct(modula.moved, 2)}`}) : null));
   const own = el("tbody");
   for (const o of plan.ownership) {
-    own.append(el("tr", {"data-server": o.server},
+    own.append(el("tr", {"data-whatif-server": o.server},
       el("td", {text: o.server}), el("td", {text: pct(o.before, 2)}),
       el("td", {text: pct(o.after, 2)}), el("td", {text: pct(o.moved_out, 2)}),
       el("td", {text: pct(o.moved_in, 2)})));
