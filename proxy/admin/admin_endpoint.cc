@@ -1,6 +1,8 @@
 // AdminEndpoint: renders the proxy's state for HTTP clients and accepts reload requests.
 #include "proxy/admin/admin_endpoint.h"
 
+#include <map>
+
 #include "mcring_version.h"
 #include "proxy/admin/console_page.h"
 #include "proxy/admin/membership_monitor.h"
@@ -161,6 +163,12 @@ std::string AdminEndpoint::metrics() const {
          std::to_string(proxy_.reloads().attempts()));
   metric("mcring_reload_failures_total", "counter", "reload attempts rejected",
          std::to_string(proxy_.reloads().failures()));
+  {
+    auto recent = proxy_.reloads().recent();
+    metric("mcring_reload_last_failed", "gauge",
+           "1 while the latest reload attempt failed (the previous config stays in force)",
+           !recent.empty() && recent.back().result == ReloadResult::Failed ? "1" : "0");
+  }
   if (auto topology = rep.topology()) {
     // Instances serving the same file show the same digest (the config-drift alert).
     out += "# HELP mcring_config_info digest (XXH3-128) of the configuration file in force\n"
@@ -280,6 +288,25 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
              [](const PoolReport& p) { return p.imbalance.ownership; });
   poolFamily("mcring_pool_imbalance_items", "max/mean of items held (backends' stats)",
              [](const PoolReport& p) { return p.imbalance.items; });
+  // The memory budget per pool (summed over workers, each of which has its share).
+  const std::map<std::string, stats::PoolMemoryTotals> memory = proxy_.reporter().poolMemory();
+  auto memoryFamily = [&](const char* name, const char* help, auto value) {
+    *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+    for (const PoolReport& p : report) {
+      auto it = memory.find(p.pool);
+      std::string l = "{pool=";
+      common::appendJsonString(&l, p.pool);
+      *out += std::string(name) + l + "} " +
+              std::to_string(it == memory.end() ? 0 : value(it->second)) + "\n";
+    }
+  };
+  memoryFamily("mcring_pool_buffer_bytes",
+               "bytes held for the pool's clients under its memory budget: replies held and "
+               "unsent, large requests being received",
+               [](const stats::PoolMemoryTotals& t) { return t.used; });
+  memoryFamily("mcring_pool_buffer_limit_bytes",
+               "the pool's memory budget: buffer_limit, plus a quarter for large requests",
+               [](const stats::PoolMemoryTotals& t) { return t.limit; });
   const MembershipMonitor* monitor = proxy_.reporter().monitor();
   if (monitor != nullptr) {
     auto events = monitor->events();
@@ -287,6 +314,35 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
             "# TYPE mcring_membership_events_total counter\n"
             "mcring_membership_events_total " + std::to_string(events.empty() ? 0 : events.back().id) +
             "\n";
+    // Each pool's latest membership change: its prediction beside its measurement, so an alert
+    // can compare the miss spike a change caused with the one it predicted.
+    std::map<std::string, const MembershipEvent*> last;
+    for (const MembershipEvent& e : events) {
+      last[e.pool] = &e;
+    }
+    auto eventFamily = [&](const char* name, const char* help, auto value) {
+      *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+      for (const auto& [pool, e] : last) {
+        std::string l = "{pool=";
+        common::appendJsonString(&l, pool);
+        *out += std::string(name) + l + "} " + fmt(value(*e)) + "\n";
+      }
+    };
+    eventFamily("mcring_membership_last_change_timestamp_seconds",
+                "unix time of the pool's latest membership change",
+                [](const MembershipEvent& e) { return static_cast<double>(e.time); });
+    eventFamily("mcring_membership_predicted_moved_ratio",
+                "share of keys the pool's latest membership change was predicted to move",
+                [](const MembershipEvent& e) { return e.predicted_moved; });
+    eventFamily("mcring_membership_baseline_miss_ratio",
+                "miss ratio before the pool's latest membership change (0 until measured)",
+                [](const MembershipEvent& e) { return e.measured.baseline; });
+    eventFamily("mcring_membership_peak_miss_ratio",
+                "highest per-second miss ratio measured after the pool's latest membership change",
+                [](const MembershipEvent& e) { return e.measured.peak; });
+    eventFamily("mcring_membership_baseline_valid",
+                "1 when the latest change had enough traffic before it to measure a baseline",
+                [](const MembershipEvent& e) { return e.measured.baseline_valid ? 1.0 : 0.0; });
   }
 }
 
