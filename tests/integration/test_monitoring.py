@@ -13,7 +13,9 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
+import time
 import unittest
 
 import yaml
@@ -149,6 +151,43 @@ class MonitoringAssetsTest(IntegrationCase):
                       "McringMissSpikeAbovePrediction", "McringReloadFailed",
                       "McringConfigDrift", "McringMemoryNearBudget"):
             self.assertIn(alert, tested)
+
+    def gauge(self, name):
+        status, body = admin_http(self.mc.admin_port, path="/metrics")
+        self.assertEqual(status, 200)
+        m = re.search(r"^%s\{pool=\"%s\"\} (\d+)$" % (name, self.mc.pool), body.decode(), re.M)
+        self.assertIsNotNone(m, name)
+        return int(m.group(1))
+
+    def test_memory_budget_gauges_follow_a_client_that_does_not_read(self):
+        # buffer_limit 64m (the default) and its quarter for large requests, split between the
+        # worker threads (each share rounded down).
+        limit = self.gauge("mcring_pool_buffer_limit_bytes")
+        self.assertLessEqual(abs(limit - (64 + 16) * 1024 * 1024), 64)
+        self.assertEqual(self.gauge("mcring_pool_buffer_bytes"), 0)
+        value = b"x" * (512 * 1024)
+        with Conn(HOST, self.mc.port, timeout=10) as c:
+            c.send(b"set big 0 0 %d\r\n%s\r\n" % (len(value), value))
+            self.assertEqual(c.read_reply(), b"STORED\r\n")
+        reader = Conn(HOST, self.mc.port, timeout=10)
+        try:
+            reader.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            reader.send(b"get big\r\n" * 40)  # 20 MiB of replies, not read
+            held = 0
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and held < 4 * len(value):
+                held = self.gauge("mcring_pool_buffer_bytes")
+                time.sleep(0.05)
+            self.assertGreaterEqual(held, 4 * len(value))
+            self.assertLessEqual(held, limit)
+        finally:
+            reader.close()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and self.gauge("mcring_pool_buffer_bytes") != 0:
+            time.sleep(0.05)
+        self.assertEqual(self.gauge("mcring_pool_buffer_bytes"), 0)
+        print("a client not reading 40 x 512 KiB replies: %d bytes held under a %d-byte budget"
+              % (held, limit))
 
     def test_kubernetes_scraping_agrees_with_the_deployment(self):
         dep = yaml.safe_load(open(os.path.join(KUBERNETES, "deployment.yaml")))
