@@ -151,6 +151,16 @@ class ConsoleTest(IntegrationCase):
             losers = self.page_text(".whatif-moves tbody td:first-child")
             self.assertEqual(set(losers), {self.backends[3].addr}, losers)
 
+            # Hot keys: this mcring has no /hotkeys view, so the panel is hidden; fed the view's
+            # shape, the page shows it, and hides it again when the view is gone.
+            self.assertTrue(b.evaluate("document.getElementById('hotkeys').hidden"))
+            b.evaluate("drawHotkeys({pools: {alpha: [{key: 'user:42', rate: 1234.5, share: 0.25,"
+                       " error: 12, backends: ['127.0.0.1:1']}]}})")
+            self.assertFalse(b.evaluate("document.getElementById('hotkeys').hidden"))
+            self.assertEqual(self.page_text("#hotkeys td")[:3], ["user:42", "1234.5", "25.00%"])
+            b.evaluate("drawHotkeys(null)")
+            self.assertTrue(b.evaluate("document.getElementById('hotkeys').hidden"))
+
             # For the picture: some seconds of the timeline after the change (bounded).
             try:
                 b.wait_for("(() => { const t = document.querySelector('.chart path.hit');"
