@@ -161,6 +161,18 @@ class ConsoleTest(IntegrationCase):
             b.evaluate("drawHotkeys(null)")
             self.assertTrue(b.evaluate("document.getElementById('hotkeys').hidden"))
 
+            # Warm-up progress (this pool has no warmup_window; the drawing, fed an event with
+            # one): shown while the window is open, gone after it.
+            warm = ("(() => { const box = document.createElement('div');"
+                    " drawWarmup(box, 'alpha', [{id: 9, change_second: 100,"
+                    " warmup_window_ms: 30000}], %d, {warmup_hits: 5, warmup_misses: 1,"
+                    " warmup_copies: 4, warmup_skips: 0}); return box.textContent; })()")
+            text = b.evaluate(warm % 110)
+            self.assertIn("Warm-up window open after change #9", text)
+            self.assertIn("10 s of 30 s", text)
+            self.assertIn("answered from previous servers 5", text)
+            self.assertEqual(b.evaluate(warm % 131), "")
+
             # For the picture: some seconds of the timeline after the change (bounded).
             try:
                 b.wait_for("(() => { const t = document.querySelector('.chart path.hit');"
