@@ -320,20 +320,22 @@ int runHotKeys(int argc, char** argv) {
       "s after %.0f s of load\n\n",
       o.hot_share * 100, o.rate, static_cast<unsigned long long>(o.keys), o.backends,
       o.distribution.c_str(), o.seconds, o.settle_s);
-  std::printf("| hot_key_spread | max/mean gets | hot server's share | theory | hit ratio | "
-              "errors |\n|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| distribution | hot_key_spread | max/mean gets | hot server's share | theory | "
+              "hit ratio | errors |\n|---|---:|---:|---:|---:|---:|---:|\n");
   int rc = 0;
   for (uint32_t r : o.spreads) {
     Row row = run.measure(r);
     if (!row.error.empty()) {
-      std::printf("| %u | failed: %s | | | | |\n", r, row.error.c_str());
+      std::printf("| %s | %u | failed: %s | | | | |\n", o.distribution.c_str(), r,
+                  row.error.c_str());
       rc = 1;
       continue;
     }
     // The lab's theory: the hot key's share on one server (plain) or split over R servers.
     const double theory =
         r == 0 ? plain : (o.hot_share / r + (1 - o.hot_share) / o.backends) * o.backends;
-    std::printf("| %u | %.2f | %.1f%% | %.2f | %.4f | %llu |\n", r, row.max_mean,
+    std::printf("| %s | %u | %.2f | %.1f%% | %.2f | %.4f | %llu |\n", o.distribution.c_str(), r,
+                row.max_mean,
                 *std::max_element(row.shares.begin(), row.shares.end()) * 100, theory,
                 row.hit_ratio, static_cast<unsigned long long>(row.errors));
     std::fflush(stdout);
