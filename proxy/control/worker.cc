@@ -319,8 +319,15 @@ void Worker::scheduleHotKeyRoll() {
   }
   constexpr int64_t w = stats::HotKeyBoard::kWindowMs;
   const int64_t now = common::wallClockMs();
-  // Every worker rolls on the same wall-clock boundaries, so their windows line up.
-  hot_key_roll_->start(static_cast<uint64_t>(w - now % w));
+  // Every worker rolls on the same wall-clock boundaries, so their windows line up. libevent's
+  // timers run on the monotonic clock and can fire a little before the wall clock's boundary:
+  // the next boundary is then a few ms away, and a window that short would report a noisy rate
+  // (a 5 ms window was seen), so such a roll waits for the boundary after it.
+  int64_t delay = w - now % w;
+  if (delay < w / 4) {
+    delay += w;
+  }
+  hot_key_roll_->start(static_cast<uint64_t>(delay));
 }
 
 void Worker::rollHotKeys() {
