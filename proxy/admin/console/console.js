@@ -6,6 +6,7 @@
 
 const POLL_MS = 2000;
 const HOTKEYS_RETRY_POLLS = 30;  // after a 404, ask /hotkeys again this many polls later
+const HOTKEYS_SHOWN = 10;  // per pool, hottest first (/hotkeys lists 20)
 const COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
                 "#ff9da7", "#9c755f", "#bab0ac"];
 const SVG = "http://www.w3.org/2000/svg";
@@ -417,15 +418,16 @@ function drawReloads(reloads) {
 function drawHotkeys(data) {
   const panel = document.getElementById("hotkeys");
   const body = document.getElementById("hotkeys-body");
-  if (!data) {
+  const pools = Object.entries((data && data.pools) || {}).filter(([, keys]) => keys.length);
+  if (!pools.length) {
     panel.hidden = true;
     return;
   }
   panel.hidden = false;
   body.replaceChildren();
-  for (const [pool, keys] of Object.entries(data.pools || {})) {
+  for (const [pool, keys] of pools) {
     const tb = el("tbody");
-    for (const k of keys) {
+    for (const k of keys.slice(0, HOTKEYS_SHOWN)) {
       tb.append(el("tr", {}, el("td", {text: k.key}), el("td", {text: num(k.rate)}),
         el("td", {text: pct(k.share, 2)}), el("td", {text: "±" + num(k.error)}),
         el("td", {class: "text", text: (k.backends || []).join(", ")})));
