@@ -20,7 +20,8 @@ build: deps
 #   1. the release build (gcc);
 #   2. the sanitizer build (clang, ASan+UBSan: mcring, unit tests, fuzz targets) beside the
 #      release tests (unit tests, benches, packaging, the integration tests that measure RSS,
-#      which ASan inflates, and the admin tests, whose fd exhaustion UBSan cannot run under);
+#      which ASan inflates, the admin tests, whose fd exhaustion UBSan cannot run under, and the
+#      console's browser test, which checks the page, not the proxy's memory);
 #   3. every unit and integration test under the sanitizers, beside the fuzzers.
 # The integration tests that only check behaviour run under the sanitizers, not twice;
 # `make test-release-all` runs every test against the release build.
@@ -30,7 +31,7 @@ test: deps
 	$(MAKE) --no-print-directory -j2 test-asan-run fuzz-run
 	@echo "make test: all suites passed"
 
-RELEASE_TESTS := ^(unit_|cli_|bench_|package|integration_(memory_budget|hostile|abuse|chaos|reload_storm|admin)$$)
+RELEASE_TESTS := ^(unit_|cli_|bench_|package|integration_(memory_budget|hostile|abuse|chaos|reload_storm|admin|console)$$)
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j2 --timeout 600 -R '$(RELEASE_TESTS)'
 

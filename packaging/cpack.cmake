@@ -22,6 +22,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/docs/configuration.md DESTINATION share/doc/
         COMPONENT system OPTIONAL)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/config/examples/ DESTINATION share/doc/mcring/examples
         COMPONENT system FILES_MATCHING PATTERN "*.yml")
+# The Grafana dashboard, the Prometheus alert rules (and their tests) and the scrape examples.
+install(DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/monitoring/ DESTINATION share/doc/mcring/monitoring
+        COMPONENT system FILES_MATCHING PATTERN "*.yml" PATTERN "*.json")
 
 # Man pages: packaging/NAME.SECTION.md -> NAME.SECTION (go-md2man, from packaging/deps.sh build)
 # -> gzip -9n: mcring(8) always, mcring-bench(1) when it is built.

@@ -240,7 +240,7 @@ AdminAccess::Verdict AdminAccess::checkView(const net::HttpRequest& request) con
   return {};
 }
 
-AdminAccess::Verdict AdminAccess::checkMutation(const net::HttpRequest& request) {
+AdminAccess::Verdict AdminAccess::checkComputation(const net::HttpRequest& request) const {
   const char* host = request.header("Host");
   if (host == nullptr || !hostAllowed(host, request)) {
     return {421, std::string(kForeignHost)};
@@ -262,8 +262,15 @@ AdminAccess::Verdict AdminAccess::checkMutation(const net::HttpRequest& request)
       o += ":" + default_port;
     }
     if (o.empty() || !hostAllowed(o, request)) {
-      return {403, "cross-origin requests may not change the proxy\n"};
+      return {403, "cross-origin requests are refused here\n"};
     }
+  }
+  return {};
+}
+
+AdminAccess::Verdict AdminAccess::checkMutation(const net::HttpRequest& request) {
+  if (Verdict verdict = checkComputation(request); verdict.status != 0) {
+    return verdict;
   }
   if (tokenRequired() && !tokenMatches(request.header("Authorization"))) {
     return {401, "this endpoint needs 'Authorization: Bearer <token>' (the token of "

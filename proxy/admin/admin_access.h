@@ -50,7 +50,10 @@ class AdminAccess {
   };
   // For a request to a read-only view (GET or HEAD): a Host, if any, must name this endpoint.
   Verdict checkView(const net::HttpRequest& request) const;
-  // For a request to a mutating endpoint.
+  // For a POST that computes and changes nothing (POST /whatif): Host and Origin as for a
+  // mutation (a cross-site page may not make the proxy compute for it), no token.
+  Verdict checkComputation(const net::HttpRequest& request) const;
+  // For a request to a mutating endpoint: checkComputation, then the token.
   Verdict checkMutation(const net::HttpRequest& request);
 
   // 127.0.0.0/8, ::1 (also v4-mapped), "localhost"; brackets allowed.

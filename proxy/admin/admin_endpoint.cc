@@ -1,9 +1,13 @@
 // AdminEndpoint: renders the proxy's state for HTTP clients and accepts reload requests.
 #include "proxy/admin/admin_endpoint.h"
 
+#include <map>
+
 #include "mcring_version.h"
+#include "proxy/admin/console_page.h"
 #include "proxy/admin/hot_key_watch.h"
 #include "proxy/admin/membership_monitor.h"
+#include "proxy/admin/what_if.h"
 #include "proxy/common/json.h"
 #include "proxy/common/log.h"
 
@@ -58,6 +62,12 @@ net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
     }
     return r;
   }
+  if (path.starts_with("/whatif/")) {
+    if (method != "POST") {
+      return {405, "text/plain; charset=utf-8", "use POST /whatif/<pool>\n", {}};
+    }
+    return whatIf(request);
+  }
   if (method != "GET" && method != "HEAD") {
     return {405, "text/plain; charset=utf-8", "method not allowed\n", {}};
   }
@@ -68,7 +78,18 @@ net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
                        verdict.message.c_str());
     return {verdict.status, "text/plain; charset=utf-8", verdict.message, {}};
   }
-  if (path == "/healthz") {
+  if (path == "/") {
+    r.content_type = "text/html; charset=utf-8";
+    r.body = consolePage();
+    // Everything is inline; the page may talk to this endpoint only, and not be framed (its
+    // reload button).
+    r.headers.emplace_back("Content-Security-Policy",
+                           "default-src 'none'; script-src 'unsafe-inline'; "
+                           "style-src 'unsafe-inline'; img-src data:; connect-src 'self'; "
+                           "base-uri 'none'; form-action 'none'; frame-ancestors 'none'");
+    r.headers.emplace_back("X-Frame-Options", "DENY");
+    r.headers.emplace_back("Cache-Control", "no-cache");
+  } else if (path == "/healthz") {
     if (proxy_.stopping()) {
       return {503, "text/plain; charset=utf-8", "stopping\n", {}};
     }
@@ -85,12 +106,19 @@ net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
   } else if (path == "/events") {
     r.content_type = "application/json";
     r.body = eventsJson();
+  } else if (path == "/backends") {
+    r.content_type = "application/json";
+    r.body = backendsJson();
+  } else if (path == "/timeline") {
+    r.content_type = "application/json";
+    r.body = timelineJson();
   } else if (path == "/hotkeys") {
     r.content_type = "application/json";
     r.body = hotKeysJson();
   } else {
     return {404, "text/plain; charset=utf-8",
-            "not found; try /healthz /metrics /stats /reloads /events /hotkeys, POST /reload\n",
+            "not found; try / (the console) /healthz /metrics /stats /backends /timeline /reloads "
+            "/events /hotkeys, POST /whatif/<pool>, POST /reload\n",
             {}};
   }
   return r;
@@ -139,6 +167,19 @@ std::string AdminEndpoint::metrics() const {
          std::to_string(proxy_.reloads().attempts()));
   metric("mcring_reload_failures_total", "counter", "reload attempts rejected",
          std::to_string(proxy_.reloads().failures()));
+  {
+    auto recent = proxy_.reloads().recent();
+    metric("mcring_reload_last_failed", "gauge",
+           "1 while the latest reload attempt failed (the previous config stays in force)",
+           !recent.empty() && recent.back().result == ReloadResult::Failed ? "1" : "0");
+  }
+  if (auto topology = rep.topology()) {
+    // Instances serving the same file show the same digest (the config-drift alert).
+    out += "# HELP mcring_config_info digest (XXH3-128) of the configuration file in force\n"
+           "# TYPE mcring_config_info gauge\nmcring_config_info{digest=";
+    common::appendJsonString(&out, topology->digest);
+    out += "} 1\n";
+  }
   backendMetrics(&out);
   out += "# HELP mcring_build_info build information\n# TYPE mcring_build_info gauge\n";
   out += "mcring_build_info{version=\"" MCRING_VERSION "\"} 1\n";
@@ -251,6 +292,25 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
              [](const PoolReport& p) { return p.imbalance.ownership; });
   poolFamily("mcring_pool_imbalance_items", "max/mean of items held (backends' stats)",
              [](const PoolReport& p) { return p.imbalance.items; });
+  // The memory budget per pool (summed over workers, each of which has its share).
+  const std::map<std::string, stats::PoolMemoryTotals> memory = proxy_.reporter().poolMemory();
+  auto memoryFamily = [&](const char* name, const char* help, auto value) {
+    *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+    for (const PoolReport& p : report) {
+      auto it = memory.find(p.pool);
+      std::string l = "{pool=";
+      common::appendJsonString(&l, p.pool);
+      *out += std::string(name) + l + "} " +
+              std::to_string(it == memory.end() ? 0 : value(it->second)) + "\n";
+    }
+  };
+  memoryFamily("mcring_pool_buffer_bytes",
+               "bytes held for the pool's clients under its memory budget: replies held and "
+               "unsent, large requests being received",
+               [](const stats::PoolMemoryTotals& t) { return t.used; });
+  memoryFamily("mcring_pool_buffer_limit_bytes",
+               "the pool's memory budget: buffer_limit, plus a quarter for large requests",
+               [](const stats::PoolMemoryTotals& t) { return t.limit; });
   hotKeyMetrics(out);
   const MembershipMonitor* monitor = proxy_.reporter().monitor();
   if (monitor != nullptr) {
@@ -259,6 +319,35 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
             "# TYPE mcring_membership_events_total counter\n"
             "mcring_membership_events_total " + std::to_string(events.empty() ? 0 : events.back().id) +
             "\n";
+    // Each pool's latest membership change: its prediction beside its measurement, so an alert
+    // can compare the miss spike a change caused with the one it predicted.
+    std::map<std::string, const MembershipEvent*> last;
+    for (const MembershipEvent& e : events) {
+      last[e.pool] = &e;
+    }
+    auto eventFamily = [&](const char* name, const char* help, auto value) {
+      *out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n";
+      for (const auto& [pool, e] : last) {
+        std::string l = "{pool=";
+        common::appendJsonString(&l, pool);
+        *out += std::string(name) + l + "} " + fmt(value(*e)) + "\n";
+      }
+    };
+    eventFamily("mcring_membership_last_change_timestamp_seconds",
+                "unix time of the pool's latest membership change",
+                [](const MembershipEvent& e) { return static_cast<double>(e.time); });
+    eventFamily("mcring_membership_predicted_moved_ratio",
+                "share of keys the pool's latest membership change was predicted to move",
+                [](const MembershipEvent& e) { return e.predicted_moved; });
+    eventFamily("mcring_membership_baseline_miss_ratio",
+                "miss ratio before the pool's latest membership change (0 until measured)",
+                [](const MembershipEvent& e) { return e.measured.baseline; });
+    eventFamily("mcring_membership_peak_miss_ratio",
+                "highest per-second miss ratio measured after the pool's latest membership change",
+                [](const MembershipEvent& e) { return e.measured.peak; });
+    eventFamily("mcring_membership_baseline_valid",
+                "1 when the latest change had enough traffic before it to measure a baseline",
+                [](const MembershipEvent& e) { return e.measured.baseline_valid ? 1.0 : 0.0; });
   }
 }
 
@@ -398,7 +487,7 @@ std::string AdminEndpoint::eventsJson() const {
       out += first ? "" : ",";
       first = false;
       out += "{\"id\":" + std::to_string(e.id) + ",\"time\":" + std::to_string(e.time) +
-             ",\"kind\":";
+             ",\"change_second\":" + std::to_string(e.change_second) + ",\"kind\":";
       common::appendJsonString(&out, e.kind);
       out += ",\"pool\":";
       common::appendJsonString(&out, e.pool);

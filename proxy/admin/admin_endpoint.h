@@ -1,6 +1,8 @@
-// The admin HTTP endpoint: /healthz, /metrics (Prometheus), /stats, /reloads and /events (JSON),
-// POST /reload. Runs on the main thread's loop; changes nothing but a reload, which AdminAccess
-// guards (Host, Origin, token). Connections are capped and deadlined by net::HttpServer.
+// The admin HTTP endpoint: the console (GET /, one page compiled in), /healthz, /metrics
+// (Prometheus), /stats, /backends, /timeline, /reloads and /events (JSON), POST /whatif/<pool>
+// (what a server list would move; computes only), POST /reload. Runs on the main thread's loop;
+// changes nothing but a reload, which AdminAccess guards (Host, Origin, token). Connections are
+// capped and deadlined by net::HttpServer.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +52,9 @@ class AdminEndpoint {
   std::string hotKeysJson() const;
   void hotKeyMetrics(std::string* out) const;
   std::string eventsJson() const;
+  std::string backendsJson() const;
+  std::string timelineJson() const;
+  net::HttpResponse whatIf(const net::HttpRequest& request);
   void backendMetrics(std::string* out) const;
 
   AdminSource& proxy_;

@@ -38,6 +38,7 @@ std::vector<PoolReport> buildBackendReport(
       BackendRow row;
       row.in_topology = true;
       row.ownership = i < owned.size() ? owned[i] : 0;
+      row.weight = sc.spec.weight;
       row.totals.pool = report.pool;
       row.totals.identity = sc.identity();
       row.totals.name = sc.displayName();

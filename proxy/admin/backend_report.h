@@ -19,6 +19,7 @@ struct BackendRow {
   bool in_topology = false;     // false: draining after a reload removed it, or ejected
   bool ejected = false;         // out of the ring (auto_eject_hosts) until a probe succeeds
   double ownership = 0;         // share of the key-hash space it owns now
+  uint32_t weight = 0;          // its weight in the config in force (0: not in the topology)
   BackendItems items;           // from the backend's own `stats`
   uint64_t p50 = 0, p90 = 0, p99 = 0, p999 = 0;  // µs
 };

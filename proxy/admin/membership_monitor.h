@@ -64,11 +64,12 @@ class MembershipMonitor {
   std::vector<stats::MissPoint> backendSeries(const std::string& pool,
                                               const std::string& identity) const;
   const stats::SpikeOptions& spikeOptions() const { return spike_options_; }
+  // The monotonic second clock that MissPoint::second and change_second count on.
+  int64_t nowSecond() const;
 
  private:
   void sampleSecond();
   void judge(MembershipEvent& e);
-  int64_t nowSecond() const;
 
   std::vector<const stats::BackendStatsList*> lists_;
   std::unique_ptr<net::Timer> timer_;

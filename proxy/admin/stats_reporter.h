@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -17,6 +18,7 @@
 #include "proxy/admin/reload_history.h"
 #include "proxy/stats/backend_stats.h"
 #include "proxy/stats/counters.h"
+#include "proxy/stats/pool_memory.h"
 #include "proxy/stats/stats_renderer.h"
 
 namespace mcring::core {
@@ -28,10 +30,16 @@ class StatsReporter final : public stats::StatsRenderer {
     workers_.push_back(counters);
     backend_lists_.push_back(backends);
   }
+  void addPoolMemory(const stats::PoolMemoryList* list) { pool_memory_.push_back(list); }
+  // Any thread: per pool, the bytes held under its memory budget and the budget (all workers).
+  std::map<std::string, stats::PoolMemoryTotals> poolMemory() const {
+    return stats::sumPoolMemory(pool_memory_);
+  }
   void setTopology(std::shared_ptr<const config::Topology> topology) {
     std::lock_guard<std::mutex> lock(mutex_);
     topology_ = std::move(topology);
   }
+  // Any thread: the topology in force (null before the first one).
   std::shared_ptr<const config::Topology> topology() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return topology_;
@@ -80,6 +88,7 @@ class StatsReporter final : public stats::StatsRenderer {
   void renderHotKeys(std::string* out) const;
 
   std::vector<const stats::BackendStatsList*> backend_lists_;
+  std::vector<const stats::PoolMemoryList*> pool_memory_;
   mutable std::mutex mutex_;
   std::shared_ptr<const config::Topology> topology_;
   std::set<std::pair<std::string, std::string>> ejected_;

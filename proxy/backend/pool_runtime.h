@@ -12,6 +12,7 @@
 #include "proxy/backend/warmup_state.h"
 #include "proxy/protocol/request_parser.h"
 #include "proxy/stats/hot_key_sketch.h"
+#include "proxy/stats/pool_memory.h"
 
 namespace mcring::core {
 
@@ -27,6 +28,7 @@ struct PoolRuntime {
   // bytes, and large requests being received. Sessions waiting for the latter, unread.
   MemoryBudget replies_budget;
   MemoryBudget inputs_budget;
+  std::shared_ptr<stats::PoolMemory> memory;  // both budgets' use and limit, for /metrics
   std::vector<RequestOwner*> input_waiters;
   std::vector<RequestOwner*> input_holders;  // sessions holding an input reservation
   bool removed = false;  // the pool left the config: its sessions drain and close

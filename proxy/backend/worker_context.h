@@ -13,6 +13,7 @@
 #include "proxy/net/event_loop.h"
 #include "proxy/stats/backend_stats.h"
 #include "proxy/stats/counters.h"
+#include "proxy/stats/pool_memory.h"
 
 namespace mcring::core {
 
@@ -26,12 +27,14 @@ class WorkerContext {
 
   const stats::WorkerCounters& counters() const { return counters_; }
   const stats::BackendStatsList& backendStats() const { return backend_stats_; }
+  const stats::PoolMemoryList& poolMemory() const { return pool_memory_; }
 
   net::EventLoop& loop() { return *loop_; }
   RequestPool& requests() { return requests_; }
   WarmupRegistry& warmup() { return warmup_; }
   stats::WorkerCounters& counters() { return counters_; }
   stats::BackendStatsList& backendStats() { return backend_stats_; }
+  stats::PoolMemoryList& poolMemory() { return pool_memory_; }
   const DispatchSteps& steps() const { return steps_; }
 
   // Called when a server of a pool with auto_eject_hosts has failed server_failure_limit times
@@ -46,6 +49,7 @@ class WorkerContext {
   WarmupRegistry warmup_;
   stats::WorkerCounters counters_;
   stats::BackendStatsList backend_stats_;
+  stats::PoolMemoryList pool_memory_;
 
  private:
   const DispatchSteps& steps_;

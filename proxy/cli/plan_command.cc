@@ -1,8 +1,8 @@
 // `mcring plan OLD.yml NEW.yml [--pool NAME] [--json]`: the keys a config change would move.
 //
 // Builds the routers the proxy would build from each file (no address resolution, so it runs
-// anywhere), predicts the migration per pool (routing/migration.h), and sets beside it what
-// modula would have moved for the same server change. Human output is meant to be pasted into a
+// anywhere), predicts the migration per pool (config/change_plan.h, which the admin endpoint's
+// what-if shares), and sets beside it what modula would have moved for the same server change. Human output is meant to be pasted into a
 // change ticket; --json is for machines.
 #include "proxy/cli/plan_command.h"
 
@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/change_plan.h"
 #include "config/config.h"
 #include "proxy/common/json.h"
 #include "proxy/routing/migration.h"
@@ -39,70 +40,6 @@ void usage(FILE* out) {
                "  --pool NAME  only this pool (default: every pool present in both files)\n"
                "  --json       machine-readable output\n"
                "  -h, --help   this help\n");
-}
-
-struct Side {
-  std::vector<std::string> ids;  // ServerConfig::identity(), in config order
-  std::unique_ptr<const routing::Router> router;
-};
-
-std::optional<Side> buildSide(const config::PoolConfig& pool, const routing::RouterOptions& o,
-                              std::string* error) {
-  Side side;
-  std::vector<routing::ServerSpec> specs;
-  for (const auto& s : pool.servers) {
-    specs.push_back(s.spec);
-    side.ids.push_back(s.identity());
-  }
-  side.router = routing::Router::build(specs, o, error);
-  if (!side.router) {
-    return std::nullopt;
-  }
-  return side;
-}
-
-struct PoolPlan {
-  const config::PoolConfig* before = nullptr;
-  const config::PoolConfig* after = nullptr;
-  routing::MigrationPlan plan;
-  std::optional<routing::MigrationPlan> modula;  // unset when modula cannot be built
-  std::string modula_error;
-  // Both sides already use modula: the comparison would repeat the plan.
-  bool already_modula = false;
-};
-
-routing::RouterOptions asModula(routing::RouterOptions o) {
-  o.distribution = routing::Distribution::Modula;
-  return o;
-}
-
-std::optional<PoolPlan> planPool(const config::PoolConfig& before, const config::PoolConfig& after,
-                                 std::string* error) {
-  PoolPlan p;
-  p.before = &before;
-  p.after = &after;
-  std::string err;
-  auto a = buildSide(before, before.routing, &err);
-  if (!a) {
-    *error = "pool '" + before.name + "' in OLD: " + err;
-    return std::nullopt;
-  }
-  auto b = buildSide(after, after.routing, &err);
-  if (!b) {
-    *error = "pool '" + after.name + "' in NEW: " + err;
-    return std::nullopt;
-  }
-  p.plan = routing::planMigration(*a->router, a->ids, *b->router, b->ids);
-  p.already_modula = before.routing.distribution == routing::Distribution::Modula &&
-                     after.routing.distribution == routing::Distribution::Modula;
-  auto ma = buildSide(before, asModula(before.routing), &err);
-  auto mb = ma ? buildSide(after, asModula(after.routing), &err) : std::nullopt;
-  if (ma && mb) {
-    p.modula = routing::planMigration(*ma->router, ma->ids, *mb->router, mb->ids);
-  } else {
-    p.modula_error = err;
-  }
-  return p;
 }
 
 // "ketama (twemproxy), hash fnv1a_64, hash_tag {}"
@@ -140,31 +77,6 @@ std::string percent(double f) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f%%", 100.0 * f);
   return buf;
-}
-
-// Servers of both sides: OLD's in config order, then the ones NEW adds, in NEW's order.
-struct ServerRow {
-  std::string id;
-  std::optional<size_t> before;  // index on the OLD side
-  std::optional<size_t> after;   // index on the NEW side
-};
-
-std::vector<ServerRow> serverRows(const routing::MigrationPlan& p) {
-  std::vector<ServerRow> rows;
-  std::map<std::string, size_t> row_of;
-  for (size_t i = 0; i < p.before.size(); ++i) {
-    row_of[p.before[i]] = rows.size();
-    rows.push_back({p.before[i], i, std::nullopt});
-  }
-  for (size_t j = 0; j < p.after.size(); ++j) {
-    auto it = row_of.find(p.after[j]);
-    if (it != row_of.end()) {
-      rows[it->second].after = j;
-    } else {
-      rows.push_back({p.after[j], std::nullopt, j});
-    }
-  }
-  return rows;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -214,7 +126,7 @@ std::string joinOrNone(const std::vector<std::string>& v) {
   return s;
 }
 
-void renderPoolHuman(const PoolPlan& pp, std::string* out) {
+void renderPoolHuman(const config::PoolChangePlan& pp, std::string* out) {
   const routing::MigrationPlan& p = pp.plan;
   const bool compare = !pp.already_modula;
   const bool have_modula = compare && pp.modula.has_value();
@@ -223,7 +135,7 @@ void renderPoolHuman(const PoolPlan& pp, std::string* out) {
   if (pp.after->routing.distribution != pp.before->routing.distribution) {
     dist += "->" + std::string(routing::distributionName(pp.after->routing.distribution));
   }
-  const std::vector<ServerRow> servers = serverRows(p);
+  const std::vector<config::PlanServerRow> servers = config::planServerRows(p);
   std::vector<std::string> added;
   std::vector<std::string> removed;
   for (const auto& s : servers) {
@@ -330,7 +242,7 @@ void renderPoolHuman(const PoolPlan& pp, std::string* out) {
   }
   t.row(group);
   t.row(header);
-  auto cellsFor = [](const routing::MigrationPlan& m, const ServerRow& s,
+  auto cellsFor = [](const routing::MigrationPlan& m, const config::PlanServerRow& s,
                      std::vector<std::string>* r) {
     r->push_back(s.before ? percent(m.ownership_before[*s.before]) : "-");
     r->push_back(s.after ? percent(m.ownership_after[*s.after]) : "-");
@@ -351,12 +263,6 @@ void renderPoolHuman(const PoolPlan& pp, std::string* out) {
 // ---------------------------------------------------------------------------------------------
 // JSON output
 
-std::string number(double f) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.10g", f);
-  return buf;
-}
-
 void appendStringArray(std::string* out, const std::vector<std::string>& v) {
   *out += "[";
   for (size_t i = 0; i < v.size(); ++i) {
@@ -364,79 +270,6 @@ void appendStringArray(std::string* out, const std::vector<std::string>& v) {
     common::appendJsonString(out, v[i]);
   }
   *out += "]";
-}
-
-void appendSideJson(std::string* out, const config::PoolConfig& pool) {
-  const routing::RouterOptions& o = pool.routing;
-  *out += "{\"distribution\":";
-  common::appendJsonString(out, routing::distributionName(o.distribution));
-  *out += ",\"ketama_compat\":";
-  common::appendJsonString(out, routing::ketamaCompatName(o.ketama_compat));
-  *out += ",\"hash\":";
-  common::appendJsonString(out, routing::hashFunctionName(o.hash));
-  *out += ",\"hash_tag\":";
-  common::appendJsonString(out, o.hash_tag);
-  *out += ",\"servers\":";
-  std::vector<std::string> ids;
-  for (const auto& s : pool.servers) {
-    ids.push_back(s.identity());
-  }
-  appendStringArray(out, ids);
-  *out += "}";
-}
-
-void appendPlanJson(std::string* out, const routing::MigrationPlan& p,
-                    routing::Distribution distribution) {
-  *out += "{\"distribution\":";
-  common::appendJsonString(out, routing::distributionName(distribution));
-  *out += ",\"method\":";
-  common::appendJsonString(out, routing::migrationMethodName(p.method));
-  *out += ",\"samples\":" + std::to_string(p.samples);
-  *out += ",\"moved\":" + number(p.moved);
-  *out += ",\"ownership\":[";
-  const std::vector<ServerRow> servers = serverRows(p);
-  for (size_t k = 0; k < servers.size(); ++k) {
-    const ServerRow& s = servers[k];
-    *out += k ? "," : "";
-    *out += "{\"server\":";
-    common::appendJsonString(out, s.id);
-    *out += ",\"before\":" + number(s.before ? p.ownership_before[*s.before] : 0);
-    *out += ",\"after\":" + number(s.after ? p.ownership_after[*s.after] : 0);
-    *out += ",\"moved_out\":" + number(s.before ? p.movedOut(*s.before) : 0);
-    *out += ",\"moved_in\":" + number(s.after ? p.movedIn(*s.after) : 0);
-    *out += "}";
-  }
-  *out += "],\"matrix\":[";
-  const std::vector<routing::MigrationCell> cells = p.cells();
-  for (size_t k = 0; k < cells.size(); ++k) {
-    *out += k ? "," : "";
-    *out += "{\"from\":";
-    common::appendJsonString(out, p.before[cells[k].from]);
-    *out += ",\"to\":";
-    common::appendJsonString(out, p.after[cells[k].to]);
-    *out += ",\"fraction\":" + number(cells[k].fraction);
-    *out += std::string(",\"moved\":") + (cells[k].moved ? "true" : "false") + "}";
-  }
-  *out += "]}";
-}
-
-void appendPoolJson(std::string* out, const PoolPlan& pp) {
-  *out += "{\"name\":";
-  common::appendJsonString(out, pp.after->name);
-  *out += ",\"before\":";
-  appendSideJson(out, *pp.before);
-  *out += ",\"after\":";
-  appendSideJson(out, *pp.after);
-  *out += ",\"plan\":";
-  appendPlanJson(out, pp.plan, pp.after->routing.distribution);
-  *out += ",\"modula\":";
-  if (pp.modula) {
-    appendPlanJson(out, *pp.modula, routing::Distribution::Modula);
-  } else {
-    *out += "null,\"modula_error\":";
-    common::appendJsonString(out, pp.modula_error);
-  }
-  *out += "}";
 }
 
 const config::PoolConfig* findPool(const config::Config& c, const std::string& name) {
@@ -532,10 +365,10 @@ int runPlanCommand(int argc, char** argv) {
     }
   }
 
-  std::vector<PoolPlan> plans;
+  std::vector<config::PoolChangePlan> plans;
   for (const auto& [a, b] : pairs) {
     std::string error;
-    std::optional<PoolPlan> p = planPool(*a, *b, &error);
+    std::optional<config::PoolChangePlan> p = config::planPoolChange(*a, *b, &error);
     if (!p) {
       std::fprintf(stderr, "mcring plan: %s\n", error.c_str());
       return 1;
@@ -552,7 +385,7 @@ int runPlanCommand(int argc, char** argv) {
     out += ",\"pools\":[";
     for (size_t i = 0; i < plans.size(); ++i) {
       out += i ? "," : "";
-      appendPoolJson(&out, plans[i]);
+      config::appendPoolChangeJson(&out, plans[i]);
     }
     out += "],\"pools_only_in_old\":";
     appendStringArray(&out, only_old);

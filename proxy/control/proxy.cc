@@ -94,6 +94,7 @@ bool Proxy::start() {
     workers_.back()->setHotKeyBoard(&hot_key_board_);
     const Worker& w = *workers_.back();
     reporter_.addWorker(&w.counters(), &w.backendStats());
+    reporter_.addPoolMemory(&w.poolMemory());
     lists.push_back(&w.backendStats());
   }
   poller_ = std::make_unique<BackendPoller>(loop_, options_.backend_stats_interval_s);

@@ -218,6 +218,9 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
     if (!runtime) {
       runtime = std::make_unique<PoolRuntime>();
       runtime->name = name;
+      runtime->memory = poolMemory().add(name);
+      runtime->replies_budget.mirrorTo(&runtime->memory->replies_used);
+      runtime->inputs_budget.mirrorTo(&runtime->memory->inputs_used);
     }
     // A pool that a reload removed and this one adds again starts afresh: its servers were
     // drained (by_index is empty), so its old placement cannot open a warm-up window. (It did:
@@ -233,6 +236,8 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
     // a quarter of it.
     runtime->replies_budget.setLimit(pool_topo->config.buffer_limit / count_);
     runtime->inputs_budget.setLimit(pool_topo->config.buffer_limit / 4 / count_);
+    runtime->memory->limit.store(runtime->replies_budget.limit() + runtime->inputs_budget.limit(),
+                                 std::memory_order_relaxed);
     configureHotKeys(*runtime);
     std::unordered_map<std::string, std::unique_ptr<BackendServer>> next;
     runtime->by_index.clear();

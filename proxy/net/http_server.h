@@ -38,6 +38,7 @@ struct HttpRequest {
   std::string local_address;
   uint16_t local_port = 0;
   std::string peer;  // the client's address
+  std::string body;  // a POST's body (at most 64 KiB: evhttp refuses larger ones with 413)
   // A request header (case-insensitive name), nullptr if absent.
   const char* header(const char* name) const;
 
