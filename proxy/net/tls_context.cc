@@ -3,6 +3,7 @@
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -64,6 +65,11 @@ bool loadPair(SSL_CTX* ctx, const std::string& cert, const std::string& key,
     return fail(ctx, error, "certificate " + cert + ": not a PEM certificate");
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, key.c_str(), SSL_FILETYPE_PEM) != 1) {
+    // OpenSSL compares the key with the certificate as it loads it.
+    if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
+      ERR_clear_error();
+      return fail(ctx, error, "key " + key + " does not match certificate " + cert);
+    }
     return fail(ctx, error, "key " + key + ": not a PEM private key (or encrypted)");
   }
   if (SSL_CTX_check_private_key(ctx) != 1) {
