@@ -52,12 +52,15 @@ def make_cert(d, name, ca, cn, san=None):
 class TlsMemcached(h.Memcached):
     """memcached with -Z and -Y: ready once a TLS client authenticates and gets VERSION."""
 
-    def __init__(self, certs, auth_file, tls=True):
-        self.certs, self.tls = certs, tls
+    def __init__(self, certs, auth_file, tls=True, require_client_cert=False):
+        self.certs, self.tls, self.client_cert = certs, tls, require_client_cert
         args = ["-Y", auth_file]
         if tls:
-            args += ["-Z", "-o", "ssl_chain_cert=%s,ssl_key=%s" % (
-                os.path.join(certs, "backend.crt"), os.path.join(certs, "backend.key"))]
+            opts = "ssl_chain_cert=%s,ssl_key=%s" % (os.path.join(certs, "backend.crt"),
+                                                    os.path.join(certs, "backend.key"))
+            if require_client_cert:  # SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT
+                opts += ",ssl_verify_mode=2,ssl_ca_cert=%s" % os.path.join(certs, "ca.crt")
+            args += ["-Z", "-o", opts]
         super().__init__(extra_args=args)
 
     def _wait_ready(self, proc, port, timeout):
@@ -69,6 +72,9 @@ class TlsMemcached(h.Memcached):
                 s = socket.create_connection((HOST, port), timeout=0.5)
                 if self.tls:
                     ctx = ssl.create_default_context(cafile=os.path.join(self.certs, "ca.crt"))
+                    if self.client_cert:
+                        ctx.load_cert_chain(os.path.join(self.certs, "client.crt"),
+                                            os.path.join(self.certs, "client.key"))
                     s = ctx.wrap_socket(s, server_hostname="localhost")
                 with s:
                     s.settimeout(1.0)
@@ -152,8 +158,11 @@ class TlsAuthTest(unittest.TestCase):
         shutil.copy(os.path.join(d, "proxy1.crt"), os.path.join(cls.tmp, "listener.crt"))
         shutil.copy(os.path.join(d, "proxy1.key"), os.path.join(cls.tmp, "listener.key"))
         cls.backends = [TlsMemcached(d, cls.server_auth), TlsMemcached(d, cls.server_auth),
-                        TlsMemcached(d, cls.server_auth, tls=False)]
+                        TlsMemcached(d, cls.server_auth, tls=False),
+                        TlsMemcached(d, cls.server_auth, require_client_cert=True)]
         cls.beta_port = h.free_port()
+        # alpha: two TLS servers and a plaintext one (tls=off); beta: one that requires mcring's
+        # client certificate.
         servers = [h.server_line(cls.backends[0].addr), h.server_line(cls.backends[1].addr),
                    h.server_line(cls.backends[2].addr) + " tls=off"]
         extra = {
@@ -176,9 +185,11 @@ class TlsAuthTest(unittest.TestCase):
             "  server_tls: true",
             "  server_tls_ca: certs/ca.crt",
             "  server_tls_name: localhost",
+            "  server_tls_cert: certs/client.crt",  # its server requires a client certificate
+            "  server_tls_key: certs/client.key",
             "  server_auth_file: memcached.auth",
             "  servers:",
-            "    - %s" % h.server_line(cls.backends[0].addr),
+            "    - %s" % h.server_line(cls.backends[3].addr),
         ]) + "\n"
 
         class TwoPools(h.Mcring):
