@@ -93,6 +93,11 @@ bool TcpConnection::peerFinished(uint64_t* unread) const {
     return false;
   }
   *unread = pending > 0 ? static_cast<uint64_t>(pending) : 0;
+  if (ssl_ != nullptr && SSL_has_pending(ssl_)) {
+    // OpenSSL read ahead of what it decrypted: at most a record and its header, counted as if
+    // all of it were request bytes (the owner only closes if what is unread cannot complete).
+    *unread += 20 * 1024;
+  }
   return true;
 }
 

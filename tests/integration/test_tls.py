@@ -161,6 +161,10 @@ class TlsAuthTest(unittest.TestCase):
                         TlsMemcached(d, cls.server_auth, tls=False),
                         TlsMemcached(d, cls.server_auth, require_client_cert=True)]
         cls.beta_port = h.free_port()
+        cls.gamma_port = h.free_port()
+        cls.delta_port = h.free_port()
+        with open(os.path.join(cls.tmp, "wrong.auth"), "w") as f:
+            f.write("mcring:not-the-password\n")
         # alpha: two TLS servers and a plaintext one (tls=off); beta: one that requires mcring's
         # client certificate.
         servers = [h.server_line(cls.backends[0].addr), h.server_line(cls.backends[1].addr),
@@ -190,6 +194,25 @@ class TlsAuthTest(unittest.TestCase):
             "  server_auth_file: memcached.auth",
             "  servers:",
             "    - %s" % h.server_line(cls.backends[3].addr),
+        ]) + "\n"
+        # gamma: the server's certificate does not carry the name mcring expects; delta: the
+        # server refuses mcring's credentials. Both plaintext towards their clients.
+        beta += "\n".join([
+            "gamma:",
+            "  listen: %s:%d" % (HOST, cls.gamma_port),
+            "  server_tls: true",
+            "  server_tls_ca: certs/ca.crt",
+            "  server_tls_name: not-this-server.example",
+            "  server_auth_file: memcached.auth",
+            "  servers:",
+            "    - %s" % h.server_line(cls.backends[0].addr),
+            "delta:",
+            "  listen: %s:%d" % (HOST, cls.delta_port),
+            "  server_tls: true",
+            "  server_tls_ca: certs/ca.crt",
+            "  server_auth_file: wrong.auth",
+            "  servers:",
+            "    - %s" % h.server_line(cls.backends[1].addr),
         ]) + "\n"
 
         class TwoPools(h.Mcring):
@@ -310,6 +333,20 @@ class TlsAuthTest(unittest.TestCase):
             self.assertEqual(values(self.request(good, b"get mt\r\n")), {b"mt": b"ok"})
         with self.tls_conn(self.beta_port, cert="client") as again:
             self.assertEqual(values(self.request(again, b"get mt\r\n")), {b"mt": b"ok"})
+
+    def test_backend_name_verified_and_credentials_refused(self):
+        """A server whose certificate lacks the expected name, or that refuses mcring's
+        credentials, is a failed connect: the client gets a SERVER_ERROR, never the value."""
+        for port, why in ((self.gamma_port, "certificate verify failed"),
+                          (self.delta_port, "refused mcring's server_auth_file credentials")):
+            with socket.create_connection((HOST, port), timeout=10) as s:
+                reply = self.request(s, b"get anything\r\n", line_done)
+                self.assertTrue(reply.startswith(b"SERVER_ERROR"), reply)
+            deadline = time.monotonic() + 10
+            while why not in self.proxy.log_tail(1 << 20) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            self.assertIn(why, self.proxy.log_tail(1 << 20))
+        self.assertNotIn("not-the-password", self.proxy.log_tail(1 << 20))
 
     # ---------------------------------------------------------------- authentication
 
