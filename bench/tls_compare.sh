@@ -9,6 +9,7 @@
 #   --duration S      seconds per run (default 5)
 #   --workloads LIST  mcring-bench load workloads, comma-separated (default mix,pipelined)
 #   --build DIR       where mcring and mcring-bench are (default build)
+#   --out DIR         keep the raw results (runs.tsv: one generator JSON per run; configs, logs)
 #
 # Setup: ONE memcached 1.6 (-t 1, -m 256) started with -Z, listening on a TLS port and on a
 # plaintext one (`-l notls:ADDR`), so all three targets read the same memcached: direct = its
@@ -23,12 +24,14 @@ rounds=3
 duration=5
 workloads=mix,pipelined
 build=build
+out=
 while [ $# -gt 0 ]; do
   case "$1" in
     --rounds) rounds=$2; shift 2 ;;
     --duration) duration=$2; shift 2 ;;
     --workloads) workloads=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -41,6 +44,7 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [ -n "$out" ]; then mkdir -p "$out" && cp "$tmp"/*.tsv "$tmp"/*.yml "$tmp"/*.log "$out"/ 2>/dev/null || true; fi
   rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -106,10 +110,10 @@ for ((r = 0; r < rounds; r++)); do
       read -r name addr tls pid <<< "${targets[(i + r) % ${#targets[@]}]}"
       flags=(); [ "$tls" = "-" ] || flags=("$tls")
       before=$(cpu_ticks "$mc_pid")
-      out=$("$bench" load --server "$addr" "${flags[@]}" --workload "$w" --duration "$duration" \
+      json=$("$bench" load --server "$addr" "${flags[@]}" --workload "$w" --duration "$duration" \
               --server-pid "$pid" --quiet --json)
       after=$(cpu_ticks "$mc_pid")
-      printf '%s\t%s\t%s\t%s\n' "$w" "$name" "$(( after - before ))" "$out" >> "$results"
+      printf '%s\t%s\t%s\t%s\n' "$w" "$name" "$(( after - before ))" "$json" >> "$results"
       echo "round $((r + 1)) $w $name done" >&2
     done
   done
@@ -130,8 +134,15 @@ for (w, name), runs in rows.items():
     server = med(lambda d, m: d["server_cpu_us_per_reply"])
     mc = med(lambda d, m: m)
     total = server + mc if name.startswith("mcring") else server
-    print("| %s | %s | %.0f | %.0f | %.0f | %d | %.1f | %.1f | %.1f |" % (
+    kinds = {}
+    for d, m in runs:
+        for k, v in d["errors"].items():
+            if k != "total" and v:
+                kinds[k] = kinds.get(k, 0) + v
+    errors = "%d" % sum(kinds.values())
+    if kinds:
+        errors += " (" + ", ".join("%s %d" % kv for kv in sorted(kinds.items())) + ")"
+    print("| %s | %s | %.0f | %.0f | %.0f | %s | %.1f | %.1f | %.1f |" % (
         w, name, med(lambda d, m: d["ops_per_sec"]), med(lambda d, m: d["latency_us"]["p50"]),
-        med(lambda d, m: d["latency_us"]["p99"]), sum(d["errors"]["total"] for d, m in runs),
-        server, mc, total))
+        med(lambda d, m: d["latency_us"]["p99"]), errors, server, mc, total))
 EOF
