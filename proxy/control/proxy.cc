@@ -86,6 +86,9 @@ bool Proxy::start() {
     return false;
   }
   config_ = std::make_shared<const config::Config>(std::move(*loaded.config));
+  if (watching) {
+    watchReferencedFiles();
+  }
   reporter_.setGeneration(generation_);
   int threads = options_.threads > 0 ? options_.threads : defaultWorkerThreads();
   if (threads <= 0) {
@@ -322,6 +325,9 @@ void Proxy::reload(const char* source) {
   poller_->setTopology(next, tls_);
   reporter_.setTopology(next);
   config_ = std::make_shared<const config::Config>(std::move(*loaded.config));
+  if (watch_event_) {
+    watchReferencedFiles();
+  }
   reporter_.setGeneration(generation_);
   for (auto& w : workers_) {
     w->postTopology(next, tls_);
@@ -454,6 +460,20 @@ void Proxy::probeEjected(const std::pair<std::string, std::string>& key) {
         republish("return");
       },
       it->second.tls, it->second.auth);
+}
+
+void Proxy::watchReferencedFiles() {
+  std::vector<std::string> files;
+  for (const config::PoolConfig& p : config_->pools) {
+    for (const std::string* f : {&p.tls_cert, &p.tls_key, &p.tls_ca, &p.server_tls_ca,
+                                 &p.server_tls_cert, &p.server_tls_key, &p.client_auth_file,
+                                 &p.server_auth_file}) {
+      if (!f->empty()) {
+        files.push_back(*f);
+      }
+    }
+  }
+  watcher_.setExtraFiles(std::move(files));
 }
 
 void Proxy::shutdown() {

@@ -89,6 +89,8 @@ class Proxy final : public AdminSource {
   // when the current config says listen_tls).
   void onAccept(const std::string& pool, int fd, bool tls_listener);
   void shutdown();
+  // The certificate, key and credentials files of config_, for the file watcher.
+  void watchReferencedFiles();
 
   ProxyOptions options_;
   net::EventLoop loop_;

@@ -451,11 +451,34 @@ class TlsAuthTest(unittest.TestCase):
             reply = self.request(s, b"stats reloads\r\n")
         return len(h.parse_reloads(reply))
 
+    def wait_cn(self, cn, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        while self.peer_cn() != cn and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return self.peer_cn()
+
+    def swap_listener_files(self, name):
+        """Puts certs/<name>.crt and .key in place of the listener's, each by rename."""
+        for ext in ("crt", "key"):
+            tmp = os.path.join(self.tmp, "listener.%s.tmp" % ext)
+            shutil.copy(os.path.join(self.certs, "%s.%s" % (name, ext)), tmp)
+            os.rename(tmp, os.path.join(self.tmp, "listener." + ext))
+
+    def test_cert_swap_by_file_watch(self):
+        """Renewing the certificate files is enough: they are watched like the config file."""
+        self.assertEqual(self.wait_cn("mcring-1"), "mcring-1")
+        try:
+            self.swap_listener_files("proxy2")
+            self.assertEqual(self.wait_cn("mcring-2"), "mcring-2")
+        finally:
+            self.swap_listener_files("proxy1")
+        self.assertEqual(self.wait_cn("mcring-1"), "mcring-1")
+
     def test_cert_swap_under_load(self):
         """New certificate by SIGHUP while clients run: no request fails, old connections stay,
         new ones see the new certificate; then a mismatched key is refused, the last good one
         keeps serving, and the error names the file."""
-        self.assertEqual(self.peer_cn(), "mcring-1")
+        self.assertEqual(self.wait_cn("mcring-1"), "mcring-1")
         stop = threading.Event()
         errors, counts = [], [0, 0]
         progress = [0]  # requests done by all threads (a rough count is enough)
@@ -494,15 +517,9 @@ class TlsAuthTest(unittest.TestCase):
             old = self.tls_conn()
             wait_progress(300)
             reloads = self.reload_count()
-            for name in ("crt", "key"):
-                tmp = os.path.join(self.tmp, "listener.%s.tmp" % name)
-                shutil.copy(os.path.join(self.certs, "proxy2." + name), tmp)
-                os.rename(tmp, os.path.join(self.tmp, "listener." + name))
+            self.swap_listener_files("proxy2")
             os.kill(self.proxy.pid, signal.SIGHUP)
-            deadline = time.monotonic() + 15
-            while self.peer_cn() != "mcring-2" and time.monotonic() < deadline:
-                time.sleep(0.05)
-            self.assertEqual(self.peer_cn(), "mcring-2")
+            self.assertEqual(self.wait_cn("mcring-2"), "mcring-2")
             self.assertGreater(self.reload_count(), reloads)
             wait_progress(300)  # more load, on old and new connections, after the swap
             # A connection made before the swap still works.
@@ -529,10 +546,7 @@ class TlsAuthTest(unittest.TestCase):
             stop.set()
             for t in threads:
                 t.join(60)
-            shutil.copy(os.path.join(self.certs, "proxy1.key"),
-                        os.path.join(self.tmp, "listener.key"))
-            shutil.copy(os.path.join(self.certs, "proxy1.crt"),
-                        os.path.join(self.tmp, "listener.crt"))
+            self.swap_listener_files("proxy1")
             os.kill(self.proxy.pid, signal.SIGHUP)
         self.assertEqual(errors, [])
         self.assertGreater(sum(counts), 0)
