@@ -370,6 +370,33 @@ class TlsAuthTest(unittest.TestCase):
             self.assertIn(why, self.proxy.log_tail(1 << 20))
         self.assertNotIn("not-the-password", self.proxy.log_tail(1 << 20))
 
+    def test_bad_files_are_config_errors_naming_the_file(self):
+        """`mcring -t` and a start both refuse a mismatched key or a malformed -Y file."""
+        cfg = os.path.join(self.tmp, "bad.yml")
+        bad_auth = os.path.join(self.tmp, "bad.auth")
+        with open(bad_auth, "w") as f:
+            f.write("alice:s3cret\nno colon here\n")
+        for extra, needle in (
+                ({"tls_cert": "certs/proxy1.crt", "tls_key": "certs/proxy2.key"},
+                 "tls_key: key %s does not match certificate %s" % (
+                     os.path.join(self.certs, "proxy2.key"), os.path.join(self.certs, "proxy1.crt"))),
+                ({"tls_cert": "certs/missing.crt", "tls_key": "certs/proxy1.key"},
+                 "certificate %s: cannot read" % os.path.join(self.certs, "missing.crt")),
+                ({"tls_cert": "certs/proxy1.crt", "tls_key": "certs/proxy1.key",
+                  "client_auth_file": "bad.auth"},
+                 "%s: line 2 is not 'user:password'" % bad_auth)):
+            extra = dict(extra, listen_tls="true")
+            with open(cfg, "w") as f:
+                f.write(h.pool_yaml("bad", h.free_port(), [h.server_line(self.backends[2].addr)],
+                                    extra=extra))
+            checked = h.run_mcring(["-t", "-c", cfg])
+            self.assertEqual(checked.returncode, 1, checked.stdout)
+            self.assertIn(needle, checked.stderr.decode())
+            started = h.run_mcring(["-c", cfg, "-s", "0"], timeout=20)
+            self.assertNotEqual(started.returncode, 0)
+            self.assertIn(needle, started.stderr.decode())
+            self.assertNotIn("s3cret", started.stderr.decode() + checked.stderr.decode())
+
     # ---------------------------------------------------------------- authentication
 
     # What a client sends, one part at a time; each part's answer must be memcached's.
