@@ -6,7 +6,8 @@
 # usage: bench/compare.sh [--rounds N] [--duration S] [--quick] [--workloads LIST] [--ratio S:G]
 #                         [--build DIR] [--mcring PATH] [--bench PATH]
 #                         [--mcring-flags "ARGS"] [--mcring-threads N] [--mcring-key K=V]
-#                         [--mcring2-flags "ARGS"] [--no-direct] [--pin-generator CPU] [--out DIR]
+#                         [--mcring2-flags "ARGS"] [--mcring2-key K=V] [--no-direct]
+#                         [--pin-generator CPU] [--out DIR]
 #   --rounds N          rounds (default 5); each runs every workload against every target, in an
 #                       order rotated by one each round (D N M, N M D, M D N, ...)
 #   --duration S        seconds per run (default 5)
@@ -27,6 +28,8 @@
 #   --mcring-key K=V    add `K: V` to mcring's pool (repeatable), e.g. coalesce_gets=false
 #   --mcring2-flags ARGS also run a second mcring ("mcring2": same pool and keys, these extra
 #                       flags, e.g. "--threads 2") as one more target in the same rounds
+#   --mcring2-key K=V   add `K: V` to mcring2's pool only (repeatable; implies mcring2), e.g.
+#                       hot_keys=false to measure what hot-key detection costs
 #   --no-direct         do not measure memcached directly (saves a third of the time)
 #   --pin-generator CPU run the load generators on that CPU only (taskset)
 #   --out DIR           keep the raw results (generator outputs, runs.tsv, configs, logs) in DIR
@@ -100,6 +103,7 @@ PIN_GENERATOR=""
 MCRING_KEYS=()
 MCRING_FLAGS=()
 MCRING2_FLAGS_TEXT=""
+MCRING2_KEYS=()
 WITH_MCRING2=0
 WITH_DIRECT=1
 BUILD=${MCRING_BUILD:-build}
@@ -125,6 +129,9 @@ while [ $# -gt 0 ]; do
     --mcring-key)
       [[ "$2" =~ ^[a-z_]+=[A-Za-z0-9_.:-]+$ ]] || { echo "compare.sh: --mcring-key wants KEY=VALUE" >&2; exit 2; }
       MCRING_KEYS+=("$2"); shift 2 ;;
+    --mcring2-key)
+      [[ "$2" =~ ^[a-z_]+=[A-Za-z0-9_.:-]+$ ]] || { echo "compare.sh: --mcring2-key wants KEY=VALUE" >&2; exit 2; }
+      MCRING2_KEYS+=("$2"); WITH_MCRING2=1; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --mcring) MCRING=$2; shift 2 ;;
     --bench) BENCH=$2; shift 2 ;;
@@ -297,7 +304,7 @@ EOF
 # nutcracker: the ring spelled out (its defaults anyway); mcring: listen and servers only.
 { printf 'pool:\n  listen: 127.0.0.1:%s\n  hash: fnv1a_64\n  distribution: ketama\n' "$PN"; servers_yaml; } \
   >"$WORK/nutcracker.yml"
-mcring_yaml() {  # mcring_yaml LISTEN_PORT
+mcring_yaml() {  # mcring_yaml LISTEN_PORT [2: with mcring2's own keys]
   printf 'pool:\n  listen: 127.0.0.1:%s\n' "$1"
   servers_yaml
   # Workload 6 opens more clients than mcring's default cap (1024, memcached's -c); nutcracker
@@ -307,6 +314,9 @@ mcring_yaml() {  # mcring_yaml LISTEN_PORT
     *) printf '  client_connections: 0\n' ;;
   esac
   for kv in "${MCRING_KEYS[@]}"; do printf '  %s: %s\n' "${kv%%=*}" "${kv#*=}"; done
+  if [ "${2:-}" = 2 ]; then
+    for kv in "${MCRING2_KEYS[@]}"; do printf '  %s: %s\n' "${kv%%=*}" "${kv#*=}"; done
+  fi
 }
 mcring_yaml "$PM" >"$WORK/mcring.yml"
 
@@ -324,7 +334,7 @@ wait_port "$PM" "$MC_PID" || { echo "compare.sh: mcring did not start" >&2; cat 
 MC2_PID=""
 MCRING2_CMD=()
 if [ "$WITH_MCRING2" = 1 ]; then
-  mcring_yaml "$PM2" >"$WORK/mcring2.yml"
+  mcring_yaml "$PM2" 2 >"$WORK/mcring2.yml"
   MCRING2_CMD=("$MCRING" -c "$WORK/mcring2.yml" -s "$PMS2" -a 127.0.0.1 -o "$WORK/mcring2.log" "${MCRING2_FLAGS[@]}")
   "${MCRING2_CMD[@]}" &
   MC2_PID=$!
@@ -754,7 +764,7 @@ EOF
 echo "$ROUNDS rounds x ${DURATION} s per run, order rotated each round; medians. $(nproc) CPUs;" \
   "load average $LOAD_START at start, $LOAD_END at end; $(( $(date +%s) - START )) s."
 echo "mcring: ${MCRING_CMD[*]##*/} ($($MCRING -V 2>&1 | head -1))${MCRING_KEYS[*]:+; pool keys ${MCRING_KEYS[*]}}"
-[ "$WITH_MCRING2" = 1 ] && echo "mcring2: ${MCRING2_CMD[*]##*/}"
+[ "$WITH_MCRING2" = 1 ] && echo "mcring2: ${MCRING2_CMD[*]##*/}${MCRING2_KEYS[*]:+; pool keys ${MCRING2_KEYS[*]}}"
 echo "$("$NUTCRACKER" -V 2>&1 | head -1); $("$MEMCACHED" -V); $("$MEMCSLAP" -V 2>&1 | head -1) (memcslap, cs-*: N = $CS_NUMBER, M = $CS_SET_NUMBER);" \
   "backends memcached -t 1${DIRECT_PID:+; direct = a 4th memcached -t 1 holding all keys}${PIN_GENERATOR:+; generators pinned to CPU $PIN_GENERATOR}."
 echo "server CPU = the proxy process (for direct: that memcached), utime+stime from /proc/PID/stat" \

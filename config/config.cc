@@ -3,6 +3,32 @@
 
 namespace mcring::config {
 
+std::optional<HotKeyMetrics> parseHotKeyMetrics(std::string_view name) {
+  if (name == "off") {
+    return HotKeyMetrics::Off;
+  }
+  if (name == "hashed") {
+    return HotKeyMetrics::Hashed;
+  }
+  if (name == "plain") {
+    return HotKeyMetrics::Plain;
+  }
+  return std::nullopt;
+}
+
+std::string_view hotKeyMetricsName(HotKeyMetrics m) {
+  switch (m) {
+    case HotKeyMetrics::Off:
+      return "off";
+    case HotKeyMetrics::Hashed:
+      return "hashed";
+    case HotKeyMetrics::Plain:
+      return "plain";
+  }
+  return "off";
+}
+
+
 std::string Address::toString() const {
   if (isUnix()) {
     return unix_path;

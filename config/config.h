@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "proxy/routing/router.h"
@@ -41,6 +42,12 @@ struct ServerConfig {
   // The name when given, otherwise the identity (labels, logs).
   std::string displayName() const { return spec.name.empty() ? identity() : spec.name; }
 };
+
+// How /metrics shows a pool's hottest keys: not at all (keys can be sensitive), as a hash of
+// the key, or as the key itself.
+enum class HotKeyMetrics { Off, Hashed, Plain };
+std::optional<HotKeyMetrics> parseHotKeyMetrics(std::string_view name);
+std::string_view hotKeyMetricsName(HotKeyMetrics m);
 
 struct PoolConfig {
   std::string name;
@@ -81,6 +88,11 @@ struct PoolConfig {
   // changed is answered from its previous server and copied to the new one. 0: off.
   uint32_t warmup_window_ms = 0;
   uint32_t warmup_max_inflight = 1000;   // per worker thread; beyond it a miss is a miss
+  // Hot keys (stats/hot_key_sketch.h): each worker counts the pool's most requested keys.
+  bool hot_keys = true;
+  uint32_t hot_key_capacity = 128;       // keys each worker's sketch monitors
+  uint32_t hot_key_event_percent = 10;   // a key above this share of requests is an event; 0: none
+  HotKeyMetrics hot_key_metrics = HotKeyMetrics::Off;  // top keys as /metrics series
 
   // --- TLS and authentication (docs/tls.md). Paths are as written, or made absolute against
   // the config file's directory. Files are read when the config is loaded or reloaded. ---

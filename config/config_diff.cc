@@ -79,12 +79,21 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
   keyChange(&k, "allow_dump", str(a.allow_dump), str(b.allow_dump));
   keyChange(&k, "coalesce_gets", str(a.coalesce_gets), str(b.coalesce_gets));
   keyChange(&k, "max_multiget_keys", str(a.max_multiget_keys), str(b.max_multiget_keys));
+  keyChange(&k, "client_buffer_limit", str(a.client_buffer_limit), str(b.client_buffer_limit));
+  keyChange(&k, "buffer_limit", str(a.buffer_limit), str(b.buffer_limit));
+  keyChange(&k, "reuseport", str(a.reuseport), str(b.reuseport));
   keyChange(&k, "client_idle_timeout", str(a.client_idle_timeout_ms),
             str(b.client_idle_timeout_ms));
   keyChange(&k, "client_request_timeout", str(a.client_request_timeout_ms),
             str(b.client_request_timeout_ms));
   keyChange(&k, "warmup_window", str(a.warmup_window_ms), str(b.warmup_window_ms));
   keyChange(&k, "warmup_max_inflight", str(a.warmup_max_inflight), str(b.warmup_max_inflight));
+  keyChange(&k, "hot_keys", str(a.hot_keys), str(b.hot_keys));
+  keyChange(&k, "hot_key_capacity", str(a.hot_key_capacity), str(b.hot_key_capacity));
+  keyChange(&k, "hot_key_event_percent", str(a.hot_key_event_percent),
+            str(b.hot_key_event_percent));
+  keyChange(&k, "hot_key_metrics", std::string(hotKeyMetricsName(a.hot_key_metrics)),
+            std::string(hotKeyMetricsName(b.hot_key_metrics)));
   keyChange(&k, "backlog", str(a.backlog), str(b.backlog));
   keyChange(&k, "preconnect", str(a.preconnect), str(b.preconnect));
   keyChange(&k, "tcpkeepalive", str(a.tcpkeepalive), str(b.tcpkeepalive));

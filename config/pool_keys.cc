@@ -701,6 +701,44 @@ const std::array kPoolKeys = {
         .apply = [](ValueReader& v, PoolConfig& p) { setFile(v, p.server_auth_file); },
     },
     PoolKey{
+        .name = "hot_keys", .type = "bool", .origin = KeyOrigin::Mcring,
+        .meaning = "true: each worker thread counts the pool's most requested keys (a "
+                   "Space-Saving sketch of `hot_key_capacity` keys, fixed memory, about 0.1 µs a "
+                   "key) over one-second windows; `GET /hotkeys` and `stats hotkeys` show them "
+                   "merged. false: nothing is counted.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.hot_keys); },
+        .show = [](const PoolConfig& p) { return showBool(p.hot_keys); },
+    },
+    PoolKey{
+        .name = "hot_key_capacity", .type = "integer", .origin = KeyOrigin::Mcring,
+        .meaning = "Keys each worker's hot-key sketch monitors, 8 to 4096 (about 280 bytes each). "
+                   "Every key above 1/capacity of a window's requests is sure to be listed.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setNumber(v, p.hot_key_capacity, 8, 4096); },
+        .show = [](const PoolConfig& p) { return std::to_string(p.hot_key_capacity); },
+    },
+    PoolKey{
+        .name = "hot_key_event_percent", .type = "integer (%)", .origin = KeyOrigin::Mcring,
+        .meaning = "A key whose share of the pool's requests over a window reaches this percentage "
+                   "is logged and recorded as a hot-key event (and again once it has cooled "
+                   "below half of it). 0: no events.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.hot_key_event_percent, 0, 100);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.hot_key_event_percent); },
+    },
+    PoolKey{
+        .name = "hot_key_metrics", .type = "name", .origin = KeyOrigin::Mcring,
+        .meaning = "How `/metrics` shows the pool's five hottest keys (`mcring_hot_key_rate`): "
+                   "`off` (keys can be sensitive), `hashed` (label `key` is `xxh3:` and the "
+                   "key's 64-bit XXH3 in hex) or `plain` (the key itself).",
+        .choices = [] { return std::vector<std::string_view>{"off", "hashed", "plain"}; },
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setName(v, p.hot_key_metrics, "hot_key_metrics", &parseHotKeyMetrics,
+                  {"off", "hashed", "plain"});
+        },
+        .show = [](const PoolConfig& p) { return std::string(hotKeyMetricsName(p.hot_key_metrics)); },
+    },
+    PoolKey{
         .name = "maglev_table_size", .type = "integer", .origin = KeyOrigin::Mcring,
         .meaning = "With `distribution: maglev`, the lookup table size: a prime larger than the "
                    "number of servers.",

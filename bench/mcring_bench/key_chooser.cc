@@ -1,6 +1,8 @@
 // Rejection-inversion Zipf sampling, after Apache Commons RNG's RejectionInversionZipfSampler.
 #include "bench/mcring_bench/key_chooser.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 namespace mcring::bench {
@@ -23,8 +25,12 @@ double helper2(double x) {
 
 }  // namespace
 
-KeyChooser::KeyChooser(uint64_t keys, double zipf_exponent)
-    : keys_(keys), zipf_(zipf_exponent > 0), exponent_(zipf_exponent) {
+KeyChooser::KeyChooser(uint64_t keys, double zipf_exponent, uint64_t hot_keys, double hot_share)
+    : keys_(keys),
+      zipf_(zipf_exponent > 0),
+      exponent_(zipf_exponent),
+      hot_keys_(hot_share > 0 ? std::min(hot_keys, keys) : 0),
+      hot_share_(hot_share) {
   if (zipf_) {
     h_integral_x1_ = hIntegral(1.5) - 1;
     h_integral_n_ = hIntegral(static_cast<double>(keys_) + 0.5);

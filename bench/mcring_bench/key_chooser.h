@@ -1,4 +1,5 @@
-// Picks which key a request touches: uniform, or Zipf-distributed over the key space.
+// Picks which key a request touches: uniform, or Zipf-distributed over the key space; optionally
+// with a share of all requests on a few hot keys (the hot-key incident: one celebrity key).
 #pragma once
 
 #include <cstdint>
@@ -12,10 +13,16 @@ namespace mcring::bench {
 // hottest) is key index 0. Immutable after construction, so threads share one.
 class KeyChooser {
  public:
-  // zipf_exponent <= 0 means uniform.
-  KeyChooser(uint64_t keys, double zipf_exponent);
+  // zipf_exponent <= 0 means uniform. hot_share (0..1) of the draws go to key indexes
+  // 0..hot_keys-1, uniformly; the others follow the distribution over the whole key space.
+  KeyChooser(uint64_t keys, double zipf_exponent, uint64_t hot_keys = 0, double hot_share = 0);
 
-  uint64_t next(Rng& rng) const { return zipf_ ? nextZipf(rng) - 1 : rng.below(keys_); }
+  uint64_t next(Rng& rng) const {
+    if (hot_keys_ > 0 && rng.unit() < hot_share_) {
+      return rng.below(hot_keys_);
+    }
+    return zipf_ ? nextZipf(rng) - 1 : rng.below(keys_);
+  }
 
  private:
   uint64_t nextZipf(Rng& rng) const;
@@ -29,6 +36,8 @@ class KeyChooser {
   double h_integral_x1_ = 0;
   double h_integral_n_ = 0;
   double s_ = 0;
+  uint64_t hot_keys_ = 0;
+  double hot_share_ = 0;
 };
 
 }  // namespace mcring::bench

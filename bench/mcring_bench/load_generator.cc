@@ -119,7 +119,8 @@ LoadResult LoadGenerator::run() {
   signal(SIGPIPE, SIG_IGN);
   const uint32_t threads = options_.threads;
   const KeySpace keys(options_.key_prefix, options_.keys);
-  const KeyChooser chooser(options_.keys, options_.zipf_exponent);
+  const KeyChooser chooser(options_.keys, options_.zipf_exponent, options_.hot_keys,
+                           options_.hot_share);
 
   // Connections and the request bound are spread as evenly as they go.
   std::vector<std::unique_ptr<LoadWorker>> workers;

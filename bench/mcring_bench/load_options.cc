@@ -25,6 +25,7 @@ workload presets (applied first; any flag below overrides them, whatever the ord
                          gets:      as mix, gets only (0:1)
                          multiget:  as gets, each get asks 10 keys
                          pipelined: as mix, pipeline 16, set:get 1:9
+                         hot:       as mix, 30% of requests on one key (--hot-keys 1:0.3)
 load shape
   --connections N        TCP connections (default 16)
   --pipeline D           requests in flight per connection (default 1)
@@ -36,6 +37,8 @@ keys and values
   --keys N               key space size (default 100000)
   --key-prefix P         key name prefix (default "key:"; keys look like key:00000042)
   --key-dist D           uniform (default) or zipf:S (Zipf with exponent S, e.g. zipf:0.99)
+  --hot-keys N:SHARE     SHARE (0..1) of all requests go to the first N keys, uniformly, the
+                         rest follow --key-dist (e.g. 1:0.3: 30% on one key)
   --value-size N|MIN-MAX value bytes, fixed or uniform in [MIN, MAX] (default 100)
   --ratio SET:GET        mix of sets and gets (default 1:10; 0:1 = gets only)
   --multiget K           each get asks K keys: get k1 .. kK (default 1)
@@ -86,10 +89,11 @@ std::string formatDouble(double v) {
 
 }  // namespace
 
-const char kWorkloadNames[] = "mix, gets, multiget, pipelined";
+const char kWorkloadNames[] = "mix, gets, multiget, pipelined, hot";
 
 bool applyWorkloadPreset(const std::string& name, LoadOptions* options) {
-  if (name != "mix" && name != "gets" && name != "multiget" && name != "pipelined") {
+  if (name != "mix" && name != "gets" && name != "multiget" && name != "pipelined" &&
+      name != "hot") {
     return false;
   }
   // What all four share: the shape of the outside review's measurement (50 connections, 100000
@@ -103,6 +107,12 @@ bool applyWorkloadPreset(const std::string& name, LoadOptions* options) {
   options->set_weight = 1;
   options->get_weight = 10;
   options->multiget = 1;
+  options->hot_keys = 0;
+  options->hot_share = 0;
+  if (name == "hot") {
+    options->hot_keys = 1;
+    options->hot_share = 0.3;
+  }
   if (name == "gets" || name == "multiget") {
     options->set_weight = 0;
     options->get_weight = 1;
@@ -120,7 +130,12 @@ bool applyWorkloadPreset(const std::string& name, LoadOptions* options) {
 }
 
 std::string keyDistText(const LoadOptions& options) {
-  return options.zipf_exponent > 0 ? "zipf:" + formatDouble(options.zipf_exponent) : "uniform";
+  std::string text =
+      options.zipf_exponent > 0 ? "zipf:" + formatDouble(options.zipf_exponent) : "uniform";
+  if (options.hot_keys > 0) {
+    text += " hot:" + std::to_string(options.hot_keys) + ":" + formatDouble(options.hot_share);
+  }
+  return text;
 }
 
 std::string valueSizeText(const LoadOptions& options) {
@@ -247,6 +262,15 @@ std::optional<LoadOptions> parseLoadFlags(const std::vector<std::string>& args, 
         // parsed in the condition
       } else {
         *error = "--key-dist " + value + ": expected uniform or zipf:S with 0 < S <= 10";
+        return std::nullopt;
+      }
+    } else if (flag == "--hot-keys") {
+      const size_t colon = value.find(':');
+      if (colon == std::string::npos ||
+          !parseInteger(std::string_view(value).substr(0, colon), &options.hot_keys) ||
+          !parseDouble(std::string_view(value).substr(colon + 1), &options.hot_share) ||
+          options.hot_keys == 0 || options.hot_share <= 0 || options.hot_share > 1) {
+        *error = "--hot-keys " + value + ": expected N:SHARE with N >= 1 and 0 < SHARE <= 1";
         return std::nullopt;
       }
     } else if (flag == "--value-size") {

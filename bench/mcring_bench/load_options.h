@@ -23,6 +23,8 @@ struct LoadOptions {
   uint64_t keys = 100000;
   std::string key_prefix = "key:";
   double zipf_exponent = 0;  // 0: uniform
+  uint64_t hot_keys = 0;     // --hot-keys N:SHARE: SHARE of requests on keys 0..N-1
+  double hot_share = 0;
   uint32_t value_min = 100;
   uint32_t value_max = 100;
   uint32_t set_weight = 1;  // --ratio SET:GET

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "bench/mcring_bench/load_command.h"
+#include "bench/mcring_bench/hot_keys_live.h"
 #include "bench/mcring_bench/stampede.h"
 
 // The lab is another engineer's; CMake defines this once both of its files exist.
@@ -19,6 +20,7 @@ commands
   load       drive a memcached-text endpoint with gets/sets; throughput, hit ratio, latency
   lab        ring lab: how keys spread over servers and move when servers change
   stampede   cache stampede experiment: hit ratio around a pool change, per distribution
+  hotkeys    a hot key's load on real servers, with mcring's hot-key spread off and on
 
 mcring-bench <command> --help for its options.
 )";
@@ -45,6 +47,9 @@ int main(int argc, char** argv) {
   }
   if (std::strcmp(command, "stampede") == 0) {
     return mcring::bench::runStampede(argc - 1, argv + 1);
+  }
+  if (std::strcmp(command, "hotkeys") == 0) {
+    return mcring::bench::runHotKeys(argc - 1, argv + 1);
   }
   std::fprintf(stderr, "mcring-bench: unknown command '%s'\n\n%s", command, kUsage);
   return 2;

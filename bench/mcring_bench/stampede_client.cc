@@ -206,7 +206,7 @@ class CacheAsideClient::Connection {
 CacheAsideClient::CacheAsideClient(const CacheAsideOptions& options, const KeySpace& keys)
     : options_(options),
       keys_(keys),
-      chooser_(keys.size(), options.zipf),
+      chooser_(keys.size(), options.zipf, options.hot_keys, options.hot_share),
       rng_(options.seed * 0x9e3779b97f4a7c15ULL + 0x5354414d50454445ULL) {
   value_.assign(options.value_size, 'r');
   value_.push_back('\r');

@@ -50,6 +50,8 @@ struct CacheAsideOptions {
   uint32_t pipeline = 8;  // gets in flight per connection at most (refills may add as many)
   double rate = 1000;     // gets per second, scheduled at fixed times (open loop)
   double zipf = 0;        // 0: uniform
+  uint64_t hot_keys = 0;  // hot_share of the gets go to keys 0..hot_keys-1 (KeyChooser)
+  double hot_share = 0;
   uint32_t value_size = 100;
   bool refill = true;
   uint64_t seed = 1;

@@ -2,6 +2,7 @@
 #include "proxy/admin/admin_endpoint.h"
 
 #include "mcring_version.h"
+#include "proxy/admin/hot_key_watch.h"
 #include "proxy/admin/membership_monitor.h"
 #include "proxy/common/json.h"
 #include "proxy/common/log.h"
@@ -84,9 +85,13 @@ net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
   } else if (path == "/events") {
     r.content_type = "application/json";
     r.body = eventsJson();
+  } else if (path == "/hotkeys") {
+    r.content_type = "application/json";
+    r.body = hotKeysJson();
   } else {
     return {404, "text/plain; charset=utf-8",
-            "not found; try /healthz /metrics /stats /reloads /events, POST /reload\n", {}};
+            "not found; try /healthz /metrics /stats /reloads /events /hotkeys, POST /reload\n",
+            {}};
   }
   return r;
 }
@@ -246,6 +251,7 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
              [](const PoolReport& p) { return p.imbalance.ownership; });
   poolFamily("mcring_pool_imbalance_items", "max/mean of items held (backends' stats)",
              [](const PoolReport& p) { return p.imbalance.items; });
+  hotKeyMetrics(out);
   const MembershipMonitor* monitor = proxy_.reporter().monitor();
   if (monitor != nullptr) {
     auto events = monitor->events();
@@ -254,6 +260,133 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
             "mcring_membership_events_total " + std::to_string(events.empty() ? 0 : events.back().id) +
             "\n";
   }
+}
+
+// Hot keys: per pool, the hottest key's share and the backends' request-rate imbalance (no key
+// in a label); with hot_key_metrics, the five hottest keys' rates, labelled by key (hashed or
+// plain), so a label set is bounded by five keys a pool.
+void AdminEndpoint::hotKeyMetrics(std::string* out) const {
+  const HotKeyWatch* watch = proxy_.reporter().hotKeys();
+  if (watch == nullptr) {
+    return;
+  }
+  std::vector<PoolHotKeys> pools = watch->report(HotKeyWatch::kMetricKeys);
+  auto topology = proxy_.reporter().topology();
+  auto poolLabel = [](const std::string& pool) {
+    std::string l = "{pool=";
+    common::appendJsonString(&l, pool);
+    return l;
+  };
+  *out += "# HELP mcring_pool_request_rate_imbalance max/mean of the backends' keyed-request "
+          "rates over the last second (1: even)\n# TYPE mcring_pool_request_rate_imbalance gauge\n";
+  for (const PoolHotKeys& p : pools) {
+    *out += "mcring_pool_request_rate_imbalance" + poolLabel(p.pool) + "} " +
+            fmt(p.load_imbalance) + "\n";
+  }
+  *out += "# HELP mcring_hot_key_top_share share of the pool's keyed requests taken by its "
+          "hottest key over the last window\n# TYPE mcring_hot_key_top_share gauge\n";
+  for (const PoolHotKeys& p : pools) {
+    if (p.enabled) {
+      *out += "mcring_hot_key_top_share" + poolLabel(p.pool) + "} " +
+              fmt(p.keys.empty() ? 0 : p.keys.front().share) + "\n";
+    }
+  }
+  *out += "# HELP mcring_hot_key_sketch_bytes memory of the pool's hot-key sketches (all "
+          "workers)\n# TYPE mcring_hot_key_sketch_bytes gauge\n";
+  for (const PoolHotKeys& p : pools) {
+    if (p.enabled) {
+      *out += "mcring_hot_key_sketch_bytes" + poolLabel(p.pool) + "} " +
+              std::to_string(p.memory_bytes) + "\n";
+    }
+  }
+  *out += "# HELP mcring_hot_key_rate requests per second of the pool's hottest keys "
+          "(hot_key_metrics)\n# TYPE mcring_hot_key_rate gauge\n";
+  for (const PoolHotKeys& p : pools) {
+    const config::PoolTopology* pool = topology ? topology->findPool(p.pool) : nullptr;
+    if (pool == nullptr || pool->config.hot_key_metrics == config::HotKeyMetrics::Off) {
+      continue;
+    }
+    for (const HotKeyRow& k : p.keys) {
+      std::string l = poolLabel(p.pool) + ",key=";
+      common::appendJsonString(&l, pool->config.hot_key_metrics == config::HotKeyMetrics::Plain
+                                       ? k.key
+                                       : HotKeyWatch::hashedKey(k.key));
+      *out += "mcring_hot_key_rate" + l + "} " + fmt(k.rate) + "\n";
+    }
+  }
+  *out += "# HELP mcring_hot_key_events_total keys that turned hot or cooled "
+          "(hot_key_event_percent)\n# TYPE mcring_hot_key_events_total counter\n"
+          "mcring_hot_key_events_total " + std::to_string(watch->eventCount()) + "\n";
+}
+
+// GET /hotkeys: {"window_ms": .., "pools": {"<pool>": [{"key", "rate", "share", "error",
+// "count", "backends"}, ...]}, "windows": {"<pool>": {...}}, "events": [...]}.
+std::string AdminEndpoint::hotKeysJson() const {
+  const HotKeyWatch* watch = proxy_.reporter().hotKeys();
+  std::string out = "{\"window_ms\":" + std::to_string(stats::HotKeyBoard::kWindowMs);
+  if (watch == nullptr) {
+    return out + ",\"pools\":{},\"windows\":{},\"events\":[]}";
+  }
+  std::vector<PoolHotKeys> pools = watch->report();
+  auto strings = [](const std::vector<std::string>& v) {
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+      s += i == 0 ? "" : ",";
+      common::appendJsonString(&s, v[i]);
+    }
+    return s + "]";
+  };
+  out += ",\"pools\":{";
+  for (size_t i = 0; i < pools.size(); ++i) {
+    const PoolHotKeys& p = pools[i];
+    out += i == 0 ? "" : ",";
+    common::appendJsonString(&out, p.pool);
+    out += ":[";
+    for (size_t j = 0; j < p.keys.size(); ++j) {
+      const HotKeyRow& k = p.keys[j];
+      out += j == 0 ? "{\"key\":" : ",{\"key\":";
+      common::appendJsonString(&out, k.key);
+      out += ",\"rate\":" + fmt(k.rate) + ",\"share\":" + fmt(k.share) +
+             ",\"error\":" + fmt(k.error) + ",\"count\":" + std::to_string(k.count) +
+             ",\"backends\":" + strings(k.backends) + "}";
+    }
+    out += "]";
+  }
+  out += "},\"windows\":{";
+  for (size_t i = 0; i < pools.size(); ++i) {
+    const PoolHotKeys& p = pools[i];
+    out += i == 0 ? "" : ",";
+    common::appendJsonString(&out, p.pool);
+    out += ":{\"enabled\":" + std::string(p.enabled ? "true" : "false") +
+           ",\"start_ms\":" + std::to_string(p.window_start_ms) +
+           ",\"end_ms\":" + std::to_string(p.window_end_ms) +
+           ",\"request_rate\":" + fmt(p.request_rate) +
+           ",\"load_imbalance\":" + fmt(p.load_imbalance) +
+           ",\"memory_bytes\":" + std::to_string(p.memory_bytes) +
+           ",\"memory_bound_bytes\":" + std::to_string(p.memory_bound) + ",\"backend_rates\":{";
+    for (size_t j = 0; j < p.backend_rates.size(); ++j) {
+      out += j == 0 ? "" : ",";
+      common::appendJsonString(&out, p.backend_rates[j].first);
+      out += ":" + fmt(p.backend_rates[j].second);
+    }
+    out += "}}";
+  }
+  out += "},\"events\":[";
+  std::vector<HotKeyEvent> events = watch->events();
+  for (size_t i = 0; i < events.size(); ++i) {
+    const HotKeyEvent& e = events[i];
+    out += i == 0 ? "{" : ",{";
+    out += "\"id\":" + std::to_string(e.id) + ",\"time_ms\":" + std::to_string(e.time_ms) +
+           ",\"kind\":";
+    common::appendJsonString(&out, e.kind);
+    out += ",\"pool\":";
+    common::appendJsonString(&out, e.pool);
+    out += ",\"key\":";
+    common::appendJsonString(&out, e.key);
+    out += ",\"share\":" + fmt(e.share) + ",\"rate\":" + fmt(e.rate) +
+           ",\"backends\":" + strings(e.backends) + "}";
+  }
+  return out + "]}";
 }
 
 std::string AdminEndpoint::eventsJson() const {

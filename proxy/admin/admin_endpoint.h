@@ -47,6 +47,8 @@ class AdminEndpoint {
   std::string metrics() const;
   std::string statsJson() const;
   std::string reloadsJson() const;
+  std::string hotKeysJson() const;
+  void hotKeyMetrics(std::string* out) const;
   std::string eventsJson() const;
   void backendMetrics(std::string* out) const;
 

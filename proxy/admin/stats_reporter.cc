@@ -8,6 +8,7 @@
 #include <ctime>
 
 #include "mcring_version.h"
+#include "proxy/admin/hot_key_watch.h"
 #include "proxy/admin/membership_monitor.h"
 #include "proxy/backend/backend_poller.h"
 
@@ -41,6 +42,10 @@ bool StatsReporter::render(std::string_view args, std::string* out) const {
   }
   if (args == "events") {
     renderEvents(out);
+    return true;
+  }
+  if (args == "hotkeys") {
+    renderHotKeys(out);
     return true;
   }
   out->assign("ERROR\r\n");
@@ -167,6 +172,40 @@ void StatsReporter::renderEvents(std::string* out) const {
                     e.judged ? 1 : 0, e.warmup_window_ms);
       out->append(buf);
       out->append("\r\n");
+    }
+  }
+  out->append("END\r\n");
+}
+
+// `stats hotkeys`: what GET /hotkeys shows, per pool one summary line, then one line per key,
+// hottest first:
+//   STAT hotkeys:<pool> enabled=1 window_start_ms=.. window_end_ms=.. request_rate=..
+//        load_imbalance=.. memory_bytes=.. memory_bound=..
+//   STAT hotkey:<pool>:<rank> key=<key> rate=<req/s> share=<0..1> error=<req/s> count=..
+//        backends=<host:port,...>
+void StatsReporter::renderHotKeys(std::string* out) const {
+  if (hot_keys_ != nullptr) {
+    char buf[256];
+    for (const PoolHotKeys& p : hot_keys_->report()) {
+      std::snprintf(buf, sizeof(buf),
+                    " enabled=%d window_start_ms=%lld window_end_ms=%lld request_rate=%.1f "
+                    "load_imbalance=%.3f memory_bytes=%zu memory_bound=%zu\r\n",
+                    p.enabled ? 1 : 0, static_cast<long long>(p.window_start_ms),
+                    static_cast<long long>(p.window_end_ms), p.request_rate, p.load_imbalance,
+                    p.memory_bytes, p.memory_bound);
+      out->append("STAT hotkeys:" + p.pool + buf);
+      size_t rank = 0;
+      for (const HotKeyRow& k : p.keys) {
+        std::snprintf(buf, sizeof(buf), " rate=%.1f share=%.4f error=%.1f count=%llu backends=",
+                      k.rate, k.share, k.error, static_cast<unsigned long long>(k.count));
+        out->append("STAT hotkey:" + p.pool + ":" + std::to_string(++rank) + " key=" + k.key +
+                    buf);
+        for (size_t i = 0; i < k.backends.size(); ++i) {
+          out->append(i == 0 ? "" : ",");
+          out->append(k.backends[i]);
+        }
+        out->append("\r\n");
+      }
     }
   }
   out->append("END\r\n");

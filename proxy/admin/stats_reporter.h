@@ -32,6 +32,12 @@ class StatsReporter final : public stats::StatsRenderer {
     std::lock_guard<std::mutex> lock(mutex_);
     topology_ = std::move(topology);
   }
+  std::shared_ptr<const config::Topology> topology() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return topology_;
+  }
+  void setHotKeys(const class HotKeyWatch* hot_keys) { hot_keys_ = hot_keys; }
+  const class HotKeyWatch* hotKeys() const { return hot_keys_; }
   void setPoller(const class BackendPoller* poller) { poller_ = poller; }
   void setEjected(std::set<std::pair<std::string, std::string>> ejected) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -57,7 +63,7 @@ class StatsReporter final : public stats::StatsRenderer {
   void countAdminRequestRefused() { admin_refused_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t adminRequestsRefused() const { return admin_refused_.load(std::memory_order_relaxed); }
 
-  // Writes the reply to `stats reloads|backends|events` into *out ("STAT ...\r\n"... "END\r\n").
+  // Writes the reply to `stats reloads|backends|events|hotkeys` into *out ("STAT ...\r\n"... "END\r\n").
   // Returns false (and an ERROR reply) for other arguments.
   bool render(std::string_view args, std::string* out) const override;
   void renderOwn(std::vector<std::pair<std::string, std::string>>* out) const override;
@@ -71,6 +77,7 @@ class StatsReporter final : public stats::StatsRenderer {
   void renderReloads(std::string* out) const;
   void renderBackends(std::string* out) const;
   void renderEvents(std::string* out) const;
+  void renderHotKeys(std::string* out) const;
 
   std::vector<const stats::BackendStatsList*> backend_lists_;
   mutable std::mutex mutex_;
@@ -78,6 +85,7 @@ class StatsReporter final : public stats::StatsRenderer {
   std::set<std::pair<std::string, std::string>> ejected_;
   const class BackendPoller* poller_ = nullptr;
   const class MembershipMonitor* monitor_ = nullptr;
+  const class HotKeyWatch* hot_keys_ = nullptr;
 
   uint64_t start_time_;  // wall clock seconds at start (uptime)
   const ReloadHistory* reloads_ = nullptr;

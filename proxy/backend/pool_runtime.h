@@ -12,6 +12,7 @@
 #include "proxy/backend/pool_security.h"
 #include "proxy/backend/warmup_state.h"
 #include "proxy/protocol/request_parser.h"
+#include "proxy/stats/hot_key_sketch.h"
 
 namespace mcring::core {
 
@@ -32,6 +33,10 @@ struct PoolRuntime {
   std::vector<RequestOwner*> input_holders;  // sessions holding an input reservation
   bool removed = false;  // the pool left the config: its sessions drain and close
   std::unique_ptr<WarmupWindow> warmup;  // open after a membership change (warmup_window)
+  // The pool's most requested keys on this worker in the current window (null: hot_keys off);
+  // the worker publishes and clears it each window (stats/hot_key_board.h).
+  std::unique_ptr<stats::HotKeySketch> hot_keys;
+  int64_t hot_keys_since_ms = 0;  // wall clock, the current window's start
 
   const config::PoolConfig& config() const { return topology->config; }
   uint32_t route(std::string_view key) const { return topology->router->route(key); }

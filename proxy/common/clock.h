@@ -31,6 +31,14 @@ inline uint64_t coarseMonotonicNs() {
          clock_detail::offset_ns.load(std::memory_order_relaxed);
 }
 
+// Wall-clock milliseconds since the epoch: for windows that must line up across threads and
+// with a client's own clock (hot-key windows). Not monotonic; not moved by advanceClockForTest.
+inline int64_t wallClockMs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
 // Tests only: moves both clocks forward by ns, for every thread (never backward: they stay
 // monotonic).
 inline void advanceClockForTest(uint64_t ns) {

@@ -97,6 +97,7 @@ bool Proxy::start() {
   std::vector<const stats::BackendStatsList*> lists;
   for (int i = 0; i < threads; ++i) {
     workers_.push_back(std::make_unique<Worker>(i, threads, reporter_));
+    workers_.back()->setHotKeyBoard(&hot_key_board_);
     const Worker& w = *workers_.back();
     reporter_.addWorker(&w.counters(), &w.backendStats());
     lists.push_back(&w.backendStats());
@@ -104,6 +105,9 @@ bool Proxy::start() {
   poller_ = std::make_unique<BackendPoller>(loop_, options_.backend_stats_interval_s);
   poller_->setTopology(topology_, tls_);
   monitor_ = std::make_unique<MembershipMonitor>(loop_, lists);
+  hot_key_watch_ = std::make_unique<HotKeyWatch>(loop_, hot_key_board_, threads, lists,
+                                                 [this] { return reporter_.topology(); });
+  reporter_.setHotKeys(hot_key_watch_.get());
   reporter_.setPoller(poller_.get());
   reporter_.setMonitor(monitor_.get());
   reporter_.setTopology(topology_);

@@ -16,6 +16,7 @@
 #include "config/file_watcher.h"
 #include "config/topology.h"
 #include "proxy/admin/admin_endpoint.h"
+#include "proxy/admin/hot_key_watch.h"
 #include "proxy/admin/membership_monitor.h"
 #include "proxy/admin/reload_history.h"
 #include "proxy/admin/stats_reporter.h"
@@ -111,6 +112,8 @@ class Proxy final : public AdminSource {
   std::unique_ptr<AdminEndpoint> admin_;
   std::unique_ptr<BackendPoller> poller_;
   std::unique_ptr<MembershipMonitor> monitor_;
+  stats::HotKeyBoard hot_key_board_;  // workers publish, the watch reads
+  std::unique_ptr<HotKeyWatch> hot_key_watch_;
   // Servers out of the ring (auto_eject_hosts), by (pool, identity), until a probe succeeds.
   struct Ejection {
     common::SocketAddress address;

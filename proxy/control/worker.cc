@@ -34,6 +34,7 @@ Worker::Worker(int id, int count, const stats::StatsRenderer& reporter)
   idle_sweep_ = std::make_unique<net::Timer>(*loop_, [this] { sweepIdleClients(); });
   input_wake_ = std::make_unique<net::Timer>(*loop_, [this] { wakeInputWaiters(); });
   input_probe_ = std::make_unique<net::Timer>(*loop_, [this] { probeInputWaiters(); });
+  hot_key_roll_ = std::make_unique<net::Timer>(*loop_, [this] { rollHotKeys(); });
 }
 
 Worker::~Worker() {
@@ -246,6 +247,7 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
     // a quarter of it.
     runtime->replies_budget.setLimit(pool_topo->config.buffer_limit / count_);
     runtime->inputs_budget.setLimit(pool_topo->config.buffer_limit / 4 / count_);
+    configureHotKeys(*runtime);
     std::unordered_map<std::string, std::unique_ptr<BackendServer>> next;
     runtime->by_index.clear();
     const auto& servers = pool_topo->config.servers;
@@ -305,11 +307,75 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
       runtime->servers.clear();
       runtime->by_index.clear();
       closeWarmup(*runtime);
+      runtime->hot_keys.reset();
+      if (hot_key_board_ != nullptr) {
+        hot_key_board_->withdraw(id_, name);
+      }
     }
   }
   topology_ = std::move(topology);
   reapDraining();
   scheduleIdleSweep();
+  scheduleHotKeyRoll();
+}
+
+void Worker::configureHotKeys(PoolRuntime& runtime) {
+  const config::PoolConfig& cfg = runtime.config();
+  if (!cfg.hot_keys) {
+    if (runtime.hot_keys && hot_key_board_ != nullptr) {
+      hot_key_board_->withdraw(id_, runtime.name);
+    }
+    runtime.hot_keys.reset();
+    return;
+  }
+  if (!runtime.hot_keys || runtime.hot_keys->capacity() != cfg.hot_key_capacity) {
+    runtime.hot_keys = std::make_unique<stats::HotKeySketch>(cfg.hot_key_capacity);
+    runtime.hot_keys_since_ms = common::wallClockMs();
+  }
+}
+
+void Worker::scheduleHotKeyRoll() {
+  if (hot_key_roll_->pending() || shutting_down_) {
+    return;
+  }
+  constexpr int64_t w = stats::HotKeyBoard::kWindowMs;
+  const int64_t now = common::wallClockMs();
+  // Every worker rolls on the same wall-clock boundaries, so their windows line up. libevent's
+  // timers run on the monotonic clock and can fire a little before the wall clock's boundary:
+  // the next boundary is then a few ms away, and a window that short would report a noisy rate
+  // (a 5 ms window was seen), so such a roll waits for the boundary after it.
+  int64_t delay = w - now % w;
+  if (delay < w / 4) {
+    delay += w;
+  }
+  hot_key_roll_->start(static_cast<uint64_t>(delay));
+}
+
+void Worker::rollHotKeys() {
+  const int64_t now = common::wallClockMs();
+  bool any = false;
+  for (auto& [name, runtime] : pools_) {
+    stats::HotKeySketch* sketch = runtime->hot_keys.get();
+    if (sketch == nullptr) {
+      continue;
+    }
+    any = true;
+    if (hot_key_board_ != nullptr && now > runtime->hot_keys_since_ms) {
+      stats::HotKeyWindow w;
+      w.start_ms = runtime->hot_keys_since_ms;
+      w.end_ms = now;
+      w.total = sketch->total();
+      w.floor = sketch->floor();
+      w.memory_bytes = sketch->memoryBytes();
+      w.top = sketch->top(sketch->capacity());
+      hot_key_board_->publish(id_, name, std::move(w));
+    }
+    sketch->clear();
+    runtime->hot_keys_since_ms = now;
+  }
+  if (any) {
+    scheduleHotKeyRoll();
+  }
 }
 
 void Worker::scheduleIdleSweep() {

@@ -22,6 +22,7 @@
 #include "proxy/session/session_context.h"
 #include "proxy/stats/backend_stats.h"
 #include "proxy/stats/counters.h"
+#include "proxy/stats/hot_key_board.h"
 #include "proxy/stats/stats_renderer.h"
 
 namespace mcring::core {
@@ -62,6 +63,8 @@ class Worker final : public SessionContext {
   // server_failure_limit times in a row; the proxy decides ejection for all workers at once.
   using ServerDownFn = std::function<void(const std::string& pool, const std::string& identity)>;
   void setServerDownHandler(ServerDownFn fn) { server_down_ = std::move(fn); }
+  // Where the worker publishes its hot-key windows (set before start()).
+  void setHotKeyBoard(stats::HotKeyBoard* board) { hot_key_board_ = board; }
   void reportServerDown(const std::string& pool, const std::string& identity) override {
     if (server_down_) {
       server_down_(pool, identity);
@@ -101,6 +104,11 @@ class Worker final : public SessionContext {
                   std::vector<BackendServer*> previous_by_index,
                   std::vector<std::unique_ptr<BackendServer>> removed);
   void closeWarmup(PoolRuntime& runtime);
+  // Hot keys: (re)creates or drops a pool's sketch to match its config; publishes each pool's
+  // window to the board and starts the next, at the wall clock's next window boundary.
+  void configureHotKeys(PoolRuntime& runtime);
+  void rollHotKeys();
+  void scheduleHotKeyRoll();
 
   int id_;
   int count_;
@@ -115,6 +123,8 @@ class Worker final : public SessionContext {
   std::unique_ptr<net::Timer> idle_sweep_;
   std::unique_ptr<net::Timer> input_wake_;
   std::unique_ptr<net::Timer> input_probe_;  // while sessions wait for input memory
+  std::unique_ptr<net::Timer> hot_key_roll_;
+  stats::HotKeyBoard* hot_key_board_ = nullptr;
   uint64_t retired_peak_bytes_ = 0;  // peaks of sessions gone since the last malloc_trim
   uint64_t idle_sweep_ms_ = 0;  // period of idle_sweep_; 0: stopped
   uint64_t next_warmup_id_ = 1;

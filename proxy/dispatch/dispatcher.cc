@@ -208,11 +208,16 @@ void Dispatcher::invalidatePrevious(PendingRequest* r, BackendServer& prev,
   conn->expect(r, 0, Delivery::Invalidate, Expect::OneUnit, req_->keys[0].length + 5);
 }
 
-// Per-backend accounting of one keyed request: command kind and the key's distinct-key sketch.
+// Per-backend accounting of one keyed request: command kind and the key's distinct-key sketch;
+// and the pool's hot-key sketch.
 void Dispatcher::countForBackend(BackendServer& server, std::string_view key) {
   stats::BackendStats& bs = server.stats();
   stats::bump(bs.*kBackendCounterOf[effectIndex(req_->command)]);
-  bs.keys.addKey(key);
+  const uint64_t hash = stats::HyperLogLog::hashKey(key);
+  bs.keys.add(hash);
+  if (pool_->hot_keys) {
+    pool_->hot_keys->record(key, hash);
+  }
 }
 
 // The key's server is backing off after a failure: discard the request's `bytes` and answer

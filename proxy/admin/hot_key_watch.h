@@ -1,0 +1,102 @@
+// HotKeyWatch: the pools' hot keys as operators read them (`GET /hotkeys`, `stats hotkeys`,
+// /metrics), the per-backend request rates and their imbalance, and the events when a key turns
+// hot or cools.
+//
+// The workers' windows are merged from the HotKeyBoard on every read (cheap: a few hundred
+// entries per pool). Once a second, on the main thread, the watch samples each backend's keyed
+// requests (summed over workers) into rates and checks every pool's merged keys against its
+// hot_key_event_percent. Any thread reads; a mutex guards what the sampler writes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/topology.h"
+#include "proxy/net/event_loop.h"
+#include "proxy/stats/backend_stats.h"
+#include "proxy/stats/hot_key_board.h"
+
+namespace mcring::core {
+
+struct HotKeyRow {
+  std::string key;
+  uint64_t count = 0;  // in the window, over every worker
+  double rate = 0;     // requests per second
+  double share = 0;    // of the pool's keyed requests
+  double error = 0;    // the true rate is within rate ± error
+  std::vector<std::string> backends;  // host:port of the servers the key goes to
+};
+
+struct PoolHotKeys {
+  std::string pool;
+  bool enabled = false;  // hot_keys
+  int64_t window_start_ms = 0;
+  int64_t window_end_ms = 0;
+  double request_rate = 0;  // keyed requests per second, the window's
+  size_t memory_bytes = 0;  // the workers' sketches for this pool
+  size_t memory_bound = 0;  // what hot_key_capacity allows them
+  // max/mean of the backends' keyed-request rates over the last second (1: even; 0: idle).
+  double load_imbalance = 0;
+  std::vector<std::pair<std::string, double>> backend_rates;  // host:port, requests per second
+  std::vector<HotKeyRow> keys;  // hottest first
+};
+
+struct HotKeyEvent {
+  uint64_t id = 0;
+  int64_t time_ms = 0;  // unix ms
+  std::string kind;     // "hot": crossed hot_key_event_percent; "cooled": below half of it
+  std::string pool;
+  std::string key;      // as hot_key_metrics shows keys (hashed unless `plain`)
+  double share = 0;
+  double rate = 0;
+  std::vector<std::string> backends;
+};
+
+class HotKeyWatch {
+ public:
+  static constexpr size_t kListed = 20;     // keys per pool in /hotkeys and `stats hotkeys`
+  static constexpr size_t kMetricKeys = 5;  // in /metrics, with hot_key_metrics on
+  static constexpr size_t kKeepEvents = 100;
+
+  // `topology`: the snapshot in force, from any thread (StatsReporter::topology).
+  using TopologyFn = std::function<std::shared_ptr<const config::Topology>()>;
+  HotKeyWatch(net::EventLoop& loop, const stats::HotKeyBoard& board, int workers,
+              std::vector<const stats::BackendStatsList*> lists, TopologyFn topology);
+
+  // Any thread.
+  std::vector<PoolHotKeys> report(size_t limit = kListed) const;
+  std::vector<HotKeyEvent> events() const;
+  uint64_t eventCount() const;
+
+  // A key as hot_key_metrics `hashed` (and the logs, unless `plain`) show it: "xxh3:" and the
+  // key's 64-bit XXH3 in hex.
+  static std::string hashedKey(std::string_view key);
+
+ private:
+  void sampleSecond();
+  void checkEvents(const config::PoolTopology& pool, const PoolHotKeys& report);
+
+  const stats::HotKeyBoard& board_;
+  int workers_;
+  std::vector<const stats::BackendStatsList*> lists_;
+  TopologyFn topology_;
+  std::unique_ptr<net::Timer> timer_;
+
+  mutable std::mutex mutex_;
+  // Per (pool, host:port): keyed requests at the last sample, and the rate between the last two.
+  std::map<std::pair<std::string, std::string>, uint64_t> last_requests_;
+  std::map<std::pair<std::string, std::string>, double> rates_;
+  uint64_t last_sample_ns_ = 0;
+  std::map<std::string, std::set<std::string>> hot_;  // pool -> keys above its event share
+  std::vector<HotKeyEvent> events_;
+  uint64_t next_event_id_ = 1;
+};
+
+}  // namespace mcring::core
