@@ -35,6 +35,8 @@ struct ServerConfig {
   Address address;
   routing::ServerSpec spec;  // what the router sees: host, port, weight, name
   Mark mark;
+  // "tls=on" / "tls=off" after the entry: this server's TLS differs from the pool's server_tls.
+  std::optional<bool> tls;
   // "host:port" or the unix path: the server's identity, stable across reloads.
   std::string identity() const { return address.toString(); }
   // The name when given, otherwise the identity (labels, logs).
@@ -91,6 +93,38 @@ struct PoolConfig {
   uint32_t hot_key_capacity = 128;       // keys each worker's sketch monitors
   uint32_t hot_key_event_percent = 10;   // a key above this share of requests is an event; 0: none
   HotKeyMetrics hot_key_metrics = HotKeyMetrics::Off;  // top keys as /metrics series
+
+  // --- TLS and authentication (docs/tls.md). Paths are as written, or made absolute against
+  // the config file's directory. Files are read when the config is loaded or reloaded. ---
+  bool listen_tls = false;        // `listen` speaks TLS (only TLS)
+  std::optional<Address> tls_listen;  // a TLS listener beside the plaintext `listen`
+  std::string tls_cert;
+  std::string tls_key;
+  std::string tls_ca;             // CAs client certificates must chain to
+  bool tls_verify_client = false; // mutual TLS: a client without a valid certificate is refused
+  std::string tls_min_version = "1.2";  // "1.2" or "1.3"
+  // OpenSSL cipher list for TLS 1.2 (TLS 1.3's suites are OpenSSL's defaults): forward secrecy
+  // and AEAD only.
+  std::string tls_ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20:DHE+AESGCM";
+  bool server_tls = false;        // connect to the servers with TLS (a server's tls= differs)
+  std::string server_tls_ca;      // "" = the system's trusted CAs
+  std::string server_tls_cert;    // client certificate for servers that require one
+  std::string server_tls_key;
+  std::string server_tls_name;    // name verified and sent as SNI ("" = each server's host)
+  bool server_tls_verify = true;
+  std::string client_auth_file;   // clients must authenticate (memcached's -Y file format)
+  std::string server_auth_file;   // mcring authenticates to the servers (its first line)
+
+  bool tlsListening() const { return listen_tls || tls_listen.has_value(); }
+  bool serverUsesTls(const ServerConfig& s) const { return s.tls.value_or(server_tls); }
+  bool anyServerTls() const {
+    for (const auto& s : servers) {
+      if (serverUsesTls(s)) {
+        return true;
+      }
+    }
+    return false;
+  }
 };
 
 struct Config {

@@ -97,6 +97,24 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
   keyChange(&k, "backlog", str(a.backlog), str(b.backlog));
   keyChange(&k, "preconnect", str(a.preconnect), str(b.preconnect));
   keyChange(&k, "tcpkeepalive", str(a.tcpkeepalive), str(b.tcpkeepalive));
+  // TLS and authentication: paths and switches only (a file's content is never shown).
+  keyChange(&k, "listen_tls", str(a.listen_tls), str(b.listen_tls));
+  keyChange(&k, "tls_listen", a.tls_listen ? a.tls_listen->toString() : "",
+            b.tls_listen ? b.tls_listen->toString() : "");
+  keyChange(&k, "tls_cert", a.tls_cert, b.tls_cert);
+  keyChange(&k, "tls_key", a.tls_key, b.tls_key);
+  keyChange(&k, "tls_ca", a.tls_ca, b.tls_ca);
+  keyChange(&k, "tls_verify_client", str(a.tls_verify_client), str(b.tls_verify_client));
+  keyChange(&k, "tls_min_version", a.tls_min_version, b.tls_min_version);
+  keyChange(&k, "tls_ciphers", a.tls_ciphers, b.tls_ciphers);
+  keyChange(&k, "server_tls", str(a.server_tls), str(b.server_tls));
+  keyChange(&k, "server_tls_ca", a.server_tls_ca, b.server_tls_ca);
+  keyChange(&k, "server_tls_cert", a.server_tls_cert, b.server_tls_cert);
+  keyChange(&k, "server_tls_key", a.server_tls_key, b.server_tls_key);
+  keyChange(&k, "server_tls_name", a.server_tls_name, b.server_tls_name);
+  keyChange(&k, "server_tls_verify", str(a.server_tls_verify), str(b.server_tls_verify));
+  keyChange(&k, "client_auth_file", a.client_auth_file, b.client_auth_file);
+  keyChange(&k, "server_auth_file", a.server_auth_file, b.server_auth_file);
   return d;
 }
 

@@ -140,6 +140,19 @@ struct LoadedPool {
   size_t errors_before = 0;  // diagnostics count when the pool started
 };
 
+std::string digestOf(std::string_view bytes);
+
+// A file's content digest, or a marker that it could not be read (that is reported, with the
+// file's name, by whoever uses the file).
+std::string fileDigest(const std::string& path) {
+  std::string bytes;
+  std::string error;
+  if (!readConfigFile(path, &bytes, &error)) {
+    return "unreadable";
+  }
+  return digestOf(bytes);
+}
+
 std::string digestOf(std::string_view bytes) {
   XXH128_hash_t h = XXH3_128bits(bytes.data(), bytes.size());
   char hex[33];
@@ -336,6 +349,7 @@ class Loader {
     }
     if (diagnostics_.count() == pool.errors_before) {
       checkRouting(pool, context);
+      checkTls(pool, context);
     }
     pools_.push_back(std::move(pool));
   }
@@ -407,6 +421,52 @@ class Loader {
     diagnostics_.add(at, context, error.empty() ? "the router refuses these options" : error);
   }
 
+  // The TLS and authentication keys that only make sense together; relative paths made
+  // absolute against the config file's directory (the process may run from anywhere).
+  void checkTls(LoadedPool& pool, const std::string& context) {
+    PoolConfig& c = pool.config;
+    auto at = [&](std::string_view key) {
+      auto it = pool.key_marks.find(key);
+      return it != pool.key_marks.end() ? it->second : c.mark;
+    };
+    for (std::string* path : {&c.tls_cert, &c.tls_key, &c.tls_ca, &c.server_tls_ca,
+                              &c.server_tls_cert, &c.server_tls_key, &c.client_auth_file,
+                              &c.server_auth_file}) {
+      *path = relativeToConfig(*path);
+    }
+    if (c.tlsListening() && (c.tls_cert.empty() || c.tls_key.empty())) {
+      diagnostics_.add(at(c.listen_tls ? "listen_tls" : "tls_listen"), context,
+                       "a TLS listener needs tls_cert and tls_key");
+    }
+    if (!c.tlsListening() && (!c.tls_cert.empty() || !c.tls_key.empty())) {
+      diagnostics_.add(at(!c.tls_cert.empty() ? "tls_cert" : "tls_key"), context,
+                       "tls_cert and tls_key are for a TLS listener: set listen_tls: true or "
+                       "tls_listen");
+    }
+    if (c.tls_verify_client && c.tls_ca.empty()) {
+      diagnostics_.add(at("tls_verify_client"), context,
+                       "tls_verify_client needs tls_ca (the CAs client certificates must "
+                       "chain to)");
+    }
+    if (c.server_tls_cert.empty() != c.server_tls_key.empty()) {
+      diagnostics_.add(at(c.server_tls_cert.empty() ? "server_tls_key" : "server_tls_cert"),
+                       context, "server_tls_cert and server_tls_key go together");
+    }
+    if (c.tls_listen && c.tls_listen->toString() == c.listen.toString()) {
+      diagnostics_.add(at("tls_listen"), context,
+                       "tls_listen is the listen address; for TLS only there, set "
+                       "listen_tls: true");
+    }
+  }
+
+  std::string relativeToConfig(const std::string& path) const {
+    if (path.empty() || path.front() == '/') {
+      return path;
+    }
+    size_t slash = name_.rfind('/');
+    return slash == std::string::npos ? path : name_.substr(0, slash + 1) + path;
+  }
+
   // twemproxy refuses two pools with the same listen string. A wildcard address also overlaps
   // every address on its port, which bind() would refuse later with a vaguer message.
   void checkListenAddresses() {
@@ -445,6 +505,22 @@ class Loader {
       Config config;
       config.path = name_;
       config.digest = digestOf(text_);
+      // The files the config names are part of it: a new certificate or credentials file with
+      // an unchanged config is a change to reload.
+      std::string files;
+      for (const LoadedPool& pool : pools_) {
+        const PoolConfig& c = pool.config;
+        for (const std::string* path : {&c.tls_cert, &c.tls_key, &c.tls_ca, &c.server_tls_ca,
+                                        &c.server_tls_cert, &c.server_tls_key,
+                                        &c.client_auth_file, &c.server_auth_file}) {
+          if (!path->empty()) {
+            files += *path + '\0' + fileDigest(*path) + '\0';
+          }
+        }
+      }
+      if (!files.empty()) {
+        config.digest = digestOf(config.digest + files);
+      }
       for (LoadedPool& pool : pools_) {
         config.pools.push_back(std::move(pool.config));
       }

@@ -44,15 +44,31 @@ bool FileWatcher::open(const std::string& config_path, std::string* error) {
   return true;
 }
 
+void FileWatcher::setExtraFiles(std::vector<std::string> paths) {
+  extra_ = std::move(paths);
+  if (fd_ >= 0) {
+    refresh();
+  }
+}
+
 void FileWatcher::refresh() {
+  if (std::find(names_.begin(), names_.end(), "..data") == names_.end()) {
+    names_.push_back("..data");  // Kubernetes ConfigMap (and Secret) projection swaps this symlink
+  }
+  follow(path_);
+  for (const std::string& p : extra_) {
+    follow(p);
+  }
+}
+
+void FileWatcher::follow(const std::string& path) {
   auto addName = [this](const std::string& n) {
     if (std::find(names_.begin(), names_.end(), n) == names_.end()) {
       names_.push_back(n);
     }
   };
-  addName("..data");  // Kubernetes ConfigMap projection swaps this symlink
   // Follow the symlink chain by hand, so that every link on the way is watched by name.
-  std::string p = path_;
+  std::string p = path;
   for (int hops = 0; hops < 16; ++hops) {
     addWatch(dirOf(p));
     size_t slash = p.rfind('/');
@@ -67,7 +83,7 @@ void FileWatcher::refresh() {
     p = (!t.empty() && t[0] == '/') ? t : dirOf(p) + "/" + t;
   }
   char resolved[PATH_MAX];
-  if (realpath(path_.c_str(), resolved) != nullptr) {
+  if (realpath(path.c_str(), resolved) != nullptr) {
     std::string r(resolved);
     addWatch(dirOf(r));
     addName(r.substr(r.rfind('/') + 1));

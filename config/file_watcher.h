@@ -21,6 +21,9 @@ class FileWatcher {
   // Starts watching; false (and *error) if inotify is unavailable.
   bool open(const std::string& config_path, std::string* error);
   int fd() const { return fd_; }
+  // Also watch these files, the same way (the certificates, keys and credentials files the
+  // config names: renewing one reloads). Replaces the previous list; watches are only added.
+  void setExtraFiles(std::vector<std::string> paths);
   // Reads pending events; true if any may concern the config file: an event on a name along
   // the path to it (the file, a symlink on the way, the kubelet's `..data`), or a watched
   // directory itself going away. Events on other files (a log file next to the config) are
@@ -28,12 +31,14 @@ class FileWatcher {
   bool drain();
 
  private:
-  // Resolves the path again (a symlink may have been repointed into another directory) and
+  void follow(const std::string& path);
+  // Resolves the paths again (a symlink may have been repointed into another directory) and
   // watches every directory and name on the way.
   void refresh();
   void addWatch(const std::string& dir);
   int fd_ = -1;
   std::string path_;
+  std::vector<std::string> extra_;
   std::vector<std::string> dirs_;
   std::vector<std::string> names_;  // basenames that matter
 };

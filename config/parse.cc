@@ -221,6 +221,23 @@ std::optional<ServerConfig> parseServer(std::string_view text, std::string* erro
       "'host:port:weight [name]' or '/path/to/socket:weight [name]'";
   const std::string expected = "expected " + std::string(kForms) + ", got " + quoted(text);
   ServerConfig server;
+  // A trailing "tls=on" or "tls=off" (mcring's): this server's TLS differs from the pool's.
+  {
+    std::string_view rest = trim(text);
+    size_t last = rest.find_last_of(" \t");
+    std::string_view token = last == std::string_view::npos ? std::string_view() : rest.substr(last + 1);
+    if (token.substr(0, 4) == "tls=") {
+      if (token == "tls=on") {
+        server.tls = true;
+      } else if (token == "tls=off") {
+        server.tls = false;
+      } else {
+        *error = "expected 'tls=on' or 'tls=off', got " + quoted(token);
+        return std::nullopt;
+      }
+      text = trim(rest.substr(0, last));
+    }
+  }
   std::string_view where = text;
   size_t space = text.find_first_of(" \t");
   if (space != std::string_view::npos) {

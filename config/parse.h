@@ -31,7 +31,8 @@ std::optional<uint64_t> parseSize(std::string_view text, uint64_t min, uint64_t 
 std::optional<Address> parseListenAddress(std::string_view text, std::string* error);
 
 // One `servers:` entry: "host:port:weight [name]" or "/path/sock:weight [name]" (twemproxy).
-// The weight is required, as in twemproxy. Fills address and spec; leaves mark alone.
+// The weight is required, as in twemproxy. A last token "tls=on" or "tls=off" sets tls (mcring).
+// Fills address, spec and tls; leaves mark alone.
 std::optional<ServerConfig> parseServer(std::string_view text, std::string* error);
 
 // Server weights: twemproxy parses them as a positive C int.

@@ -122,6 +122,26 @@ std::string showSize(uint64_t bytes) {
   return std::to_string(bytes);
 }
 
+void setString(ValueReader& v, std::string& field, std::string_view what) {
+  auto text = v.scalar(what);
+  if (!text) {
+    return;
+  }
+  if (text->empty()) {
+    v.error("expected " + std::string(what) + ", got an empty string");
+    return;
+  }
+  field = *text;
+}
+
+void setFile(ValueReader& v, std::string& field) {
+  setString(v, field, "a file path");
+}
+
+std::string showString(const std::string& s) {
+  return s.empty() ? std::string("\"\"") : s;
+}
+
 void setServers(ValueReader& v, PoolConfig& pool) {
   auto elements = v.sequence("a list of servers");
   if (!elements) {
@@ -543,6 +563,142 @@ const std::array kPoolKeys = {
           setNumber(v, p.warmup_max_inflight, 1, kIntMax);
         },
         .show = [](const PoolConfig& p) { return std::to_string(p.warmup_max_inflight); },
+    },
+    // ---------------------------------------------------------------- TLS and authentication
+    PoolKey{
+        .name = "listen_tls", .type = "bool", .origin = KeyOrigin::Mcring,
+        .meaning = "The `listen` address speaks TLS only (with `tls_cert` and `tls_key`); a "
+                   "plaintext client there is refused by the handshake. See docs/tls.md.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.listen_tls); },
+        .show = [](const PoolConfig& p) { return showBool(p.listen_tls); },
+    },
+    PoolKey{
+        .name = "tls_listen", .type = "address", .origin = KeyOrigin::Mcring,
+        .meaning = "A second listener, speaking TLS, beside the plaintext `listen` (same forms "
+                   "as `listen`).",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("an address 'host:port' or '/path/to/socket [mode]'");
+          std::string error;
+          if (!text) {
+            return;
+          }
+          if (auto a = parseListenAddress(*text, &error)) {
+            p.tls_listen = *a;
+          } else {
+            v.error(error);
+          }
+        },
+    },
+    PoolKey{
+        .name = "tls_cert", .type = "path", .origin = KeyOrigin::Mcring,
+        .meaning = "PEM certificate chain of the TLS listener(s). Re-read at every reload "
+                   "(SIGHUP, file change, `POST /reload`); connections already open keep the "
+                   "certificate they started with. A relative path is relative to the config "
+                   "file.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setFile(v, p.tls_cert); },
+    },
+    PoolKey{
+        .name = "tls_key", .type = "path", .origin = KeyOrigin::Mcring,
+        .meaning = "PEM private key of `tls_cert` (unencrypted). An unreadable key, or one "
+                   "that does not match the certificate, is a config error naming the file; on "
+                   "reload the previous certificate keeps serving.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setFile(v, p.tls_key); },
+    },
+    PoolKey{
+        .name = "tls_ca", .type = "path", .origin = KeyOrigin::Mcring,
+        .meaning = "PEM CA certificates that client certificates must chain to (with "
+                   "`tls_verify_client`).",
+        .apply = [](ValueReader& v, PoolConfig& p) { setFile(v, p.tls_ca); },
+    },
+    PoolKey{
+        .name = "tls_verify_client", .type = "bool", .origin = KeyOrigin::Mcring,
+        .meaning = "Mutual TLS: a client must present a certificate signed by `tls_ca`, or its "
+                   "handshake fails and it is closed.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.tls_verify_client); },
+        .show = [](const PoolConfig& p) { return showBool(p.tls_verify_client); },
+    },
+    PoolKey{
+        .name = "tls_min_version", .type = "string", .origin = KeyOrigin::Mcring,
+        .meaning = "Lowest TLS version accepted, by the listeners and toward TLS servers: `1.2` "
+                   "or `1.3`.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("1.2 or 1.3");
+          if (!text) {
+            return;
+          }
+          if (*text != "1.2" && *text != "1.3") {
+            v.error("expected 1.2 or 1.3, got " + quoted(*text));
+            return;
+          }
+          p.tls_min_version = *text;
+        },
+        .show = [](const PoolConfig& p) { return p.tls_min_version; },
+    },
+    PoolKey{
+        .name = "tls_ciphers", .type = "string", .origin = KeyOrigin::Mcring,
+        .meaning = "OpenSSL cipher list for TLS 1.2, on both sides (TLS 1.3 uses OpenSSL's "
+                   "suites). The default allows only forward-secret AEAD ciphers.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setString(v, p.tls_ciphers, "an OpenSSL cipher list");
+        },
+        .show = [](const PoolConfig& p) { return p.tls_ciphers; },
+    },
+    PoolKey{
+        .name = "server_tls", .type = "bool", .origin = KeyOrigin::Mcring,
+        .meaning = "Connect to the pool's servers with TLS (memcached `-Z`). A server entry "
+                   "ending in `tls=on` or `tls=off` differs from this. TLS connections are "
+                   "pooled and pipelined like plaintext ones.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.server_tls); },
+        .show = [](const PoolConfig& p) { return showBool(p.server_tls); },
+    },
+    PoolKey{
+        .name = "server_tls_ca", .type = "path", .origin = KeyOrigin::Mcring,
+        .meaning = "PEM CAs the servers' certificates must chain to; unset, the system's "
+                   "trusted CAs.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setFile(v, p.server_tls_ca); },
+    },
+    PoolKey{
+        .name = "server_tls_cert", .type = "path", .origin = KeyOrigin::Mcring,
+        .meaning = "Client certificate (PEM) mcring presents to servers that require one "
+                   "(memcached `-o ssl_verify_mode=2`); with `server_tls_key`.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setFile(v, p.server_tls_cert); },
+    },
+    PoolKey{
+        .name = "server_tls_key", .type = "path", .origin = KeyOrigin::Mcring,
+        .meaning = "Private key of `server_tls_cert`.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setFile(v, p.server_tls_key); },
+    },
+    PoolKey{
+        .name = "server_tls_name", .type = "string", .origin = KeyOrigin::Mcring,
+        .meaning = "The name every server's certificate must carry, also sent as SNI; unset, "
+                   "each server's own host (a name, or an IP address matched against the "
+                   "certificate's IP entries).",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setString(v, p.server_tls_name, "a host name");
+        },
+    },
+    PoolKey{
+        .name = "server_tls_verify", .type = "bool", .origin = KeyOrigin::Mcring,
+        .meaning = "Verify the servers' certificates and names. `false` encrypts without "
+                   "authenticating the server (tests only).",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.server_tls_verify); },
+        .show = [](const PoolConfig& p) { return showBool(p.server_tls_verify); },
+    },
+    PoolKey{
+        .name = "client_auth_file", .type = "path", .origin = KeyOrigin::Mcring,
+        .meaning = "Clients must authenticate as with memcached `-Y`: their first command is "
+                   "`set <any key> <flags> <exptime> <bytes>` carrying `user password`, checked "
+                   "against this file's `user:password` lines; anything else first is answered "
+                   "`CLIENT_ERROR unauthenticated`. Re-read at every reload. Passwords never "
+                   "appear in logs, stats or `/metrics`.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setFile(v, p.client_auth_file); },
+    },
+    PoolKey{
+        .name = "server_auth_file", .type = "path", .origin = KeyOrigin::Mcring,
+        .meaning = "mcring authenticates to the pool's servers (memcached `-Y`) with the first "
+                   "`user:password` line of this file, on every connection it opens. Re-read at "
+                   "every reload.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setFile(v, p.server_auth_file); },
     },
     PoolKey{
         .name = "hot_keys", .type = "bool", .origin = KeyOrigin::Mcring,

@@ -1,6 +1,8 @@
 // Topology::build: resolve, build routers, freeze.
 #include "config/topology.h"
 
+#include <tuple>
+
 namespace mcring::config {
 
 const PoolTopology* Topology::findPool(const std::string& name) const {
@@ -41,6 +43,30 @@ std::shared_ptr<const Topology> Topology::build(const Config& config, uint64_t g
       continue;
     }
     pool->listen_address = *listen;
+    if (pc.tls_listen) {
+      auto tls_listen = resolveAddress(*pc.tls_listen, &err);
+      if (!tls_listen) {
+        errors->push_back("pool '" + pc.name + "': tls_listen: " + err);
+        ok = false;
+        continue;
+      }
+      pool->tls_listen_address = *tls_listen;
+    }
+    for (auto [file, slot, key] :
+         {std::tuple{&pc.client_auth_file, &pool->client_credentials, "client_auth_file"},
+          std::tuple{&pc.server_auth_file, &pool->server_credentials, "server_auth_file"}}) {
+      if (file->empty()) {
+        continue;
+      }
+      *slot = Credentials::load(*file, &err);
+      if (!*slot) {
+        errors->push_back("pool '" + pc.name + "': " + key + ": " + err);
+        ok = false;
+      }
+    }
+    if (!ok) {
+      continue;
+    }
     std::vector<routing::ServerSpec> specs;
     specs.reserve(pc.servers.size());
     for (size_t i = 0; i < pc.servers.size(); ++i) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "config/credentials.h"
 #include "proxy/common/socket_address.h"
 #include "proxy/routing/router.h"
 
@@ -20,6 +21,10 @@ struct PoolTopology {
   std::vector<common::SocketAddress> server_addresses;  // parallel to config.servers
   std::shared_ptr<const routing::Router> router;
   common::SocketAddress listen_address;
+  std::optional<common::SocketAddress> tls_listen_address;
+  // client_auth_file / server_auth_file as read when this snapshot was built (null: none).
+  std::shared_ptr<const Credentials> client_credentials;
+  std::shared_ptr<const Credentials> server_credentials;
 };
 
 struct Topology {
@@ -30,7 +35,7 @@ struct Topology {
 
   const PoolTopology* findPool(const std::string& name) const;
 
-  // Resolves addresses and builds every pool's router. Returns nullptr and appends to *errors
+  // Resolves addresses, reads the credentials files and builds every pool's router. Returns nullptr and appends to *errors
   // when something cannot be built (unresolvable host, options the router refuses).
   static std::shared_ptr<const Topology> build(const Config& config, uint64_t generation,
                                                std::vector<std::string>* errors);

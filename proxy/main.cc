@@ -8,13 +8,16 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "config/config.h"
+#include "config/credentials.h"
 #include "mcring_version.h"
 #include "proxy/cli/plan_command.h"
 #include "proxy/cli/route_command.h"
 #include "proxy/common/log.h"
 #include "proxy/common/written_file.h"
+#include "proxy/backend/pool_security.h"
 #include "proxy/control/proxy.h"
 #include "proxy/net/event_loop.h"
 
@@ -67,6 +70,25 @@ int testConfig(const std::string& path) {
       std::fprintf(stderr, "%s\n", e.toString().c_str());
     }
     std::fprintf(stderr, "configuration file '%s' syntax is invalid\n", path.c_str());
+    return 1;
+  }
+  // The files it names: a certificate, key or credentials file that would stop the start (or be
+  // a rejected reload) fails the test too, with the file named.
+  std::vector<std::string> errors;
+  mcring::core::buildPoolTls(*loaded.config, &errors);
+  for (const auto& pool : loaded.config->pools) {
+    for (const std::string* file : {&pool.client_auth_file, &pool.server_auth_file}) {
+      std::string error;
+      if (!file->empty() && !mcring::config::Credentials::load(*file, &error)) {
+        errors.push_back("pool '" + pool.name + "': " + error);
+      }
+    }
+  }
+  if (!errors.empty()) {
+    for (const auto& e : errors) {
+      std::fprintf(stderr, "%s: %s\n", path.c_str(), e.c_str());
+    }
+    std::fprintf(stderr, "configuration file '%s' names files that cannot be used\n", path.c_str());
     return 1;
   }
   std::printf("configuration file '%s' syntax is ok\n", path.c_str());

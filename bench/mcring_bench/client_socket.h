@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -14,6 +15,7 @@
 struct event;
 struct event_base;
 struct evbuffer;
+struct ssl_st;
 
 namespace mcring::bench {
 
@@ -39,6 +41,10 @@ class ClientSocket {
     size_t max;
   };
   static constexpr size_t kNoMax = std::numeric_limits<size_t>::max();
+
+  // From then on every new connection speaks TLS (TLS 1.2 or later, the server's certificate not
+  // verified). False, with *error, if OpenSSL cannot make a context. Before any connect.
+  static bool useTls(std::string* error);
 
   explicit ClientSocket(ReadSizes sizes);
   ~ClientSocket();  // closes
@@ -108,6 +114,7 @@ class ClientSocket {
   event* read_event_ = nullptr;
   event* write_event_ = nullptr;
   evbuffer* out_ = nullptr;
+  ssl_st* ssl_ = nullptr;  // with useTls: OpenSSL over fd_ (the handshake runs in its first I/O)
 
   // Received bytes not yet consumed: [read_begin_, read_end_).
   std::vector<char> read_buffer_;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/mcring_bench/client_socket.h"
 #include "bench/mcring_bench/load_generator.h"
 #include "bench/mcring_bench/load_options.h"
 #include "bench/mcring_bench/load_report.h"
@@ -42,6 +43,10 @@ int runLoad(int argc, char** argv) {
   }
 
   TimelineWriter timeline;
+  if (output.tls && !ClientSocket::useTls(&error)) {
+    std::fprintf(stderr, "mcring-bench load: %s\n", error.c_str());
+    return 2;
+  }
   if (!output.timeline_path.empty() && !timeline.open(output.timeline_path, &error)) {
     std::fprintf(stderr, "mcring-bench load: %s\n", error.c_str());
     return 2;

@@ -48,6 +48,8 @@ bounds (a run is always bounded)
   --duration S           seconds to run (default 10 when --requests is not given; max 3600)
   --requests N           stop after N requests (max 1e10); with --duration, whichever first
 output
+  --tls                  speak TLS to the server (its certificate is not verified: loopback
+                         benchmarks only)
   --quiet                no progress line on stderr
   --json                 print the summary as one JSON object on stdout
   --timeline FILE.csv    one row per second: t,ops,gets,hits,hit_ratio,p50_us,p99_us,errors
@@ -188,7 +190,7 @@ std::optional<LoadOptions> parseLoadFlags(const std::vector<std::string>& args, 
       *help = true;
       return std::nullopt;
     }
-    if (flag == "--warm" || flag == "--quiet" || flag == "--json") {
+    if (flag == "--warm" || flag == "--quiet" || flag == "--json" || flag == "--tls") {
       if (has_inline) {
         *error = std::string(flag) + " takes no value";
         return std::nullopt;
@@ -197,6 +199,8 @@ std::optional<LoadOptions> parseLoadFlags(const std::vector<std::string>& args, 
         options.warm = true;
       } else if (flag == "--quiet") {
         output->quiet = true;
+      } else if (flag == "--tls") {
+        output->tls = true;
       } else {
         output->json = true;
       }

@@ -44,6 +44,7 @@ struct LoadOptions {
 
 // CLI-only settings: where the report goes.
 struct LoadOutput {
+  bool tls = false;  // --tls: every connection speaks TLS (ClientSocket::useTls)
   bool quiet = false;
   bool json = false;
   std::string timeline_path;

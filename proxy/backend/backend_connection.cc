@@ -7,6 +7,7 @@
 
 #include "proxy/backend/backend_server.h"
 #include "proxy/backend/pool_runtime.h"
+#include "proxy/backend/pool_security.h"
 #include "proxy/backend/worker_context.h"
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
@@ -35,8 +36,10 @@ bool BackendConnection::ensureConnected() {
     return true;
   }
   const auto& pool = server_.pool().config();
+  const auto& tls = server_.tls();
   tcp_ = net::TcpConnection::connect(server_.worker().loop(), server_.address(), this,
-                                     pool.timeout_ms, /*keepalive=*/false);
+                                     pool.timeout_ms, /*keepalive=*/false,
+                                     tls ? &*tls : nullptr);
   if (!tcp_) {
     stats::bump(server_.worker().counters().backend_connect_failures);
     server_.onFailure(BackendFailure::ConnectFailed);
@@ -44,6 +47,13 @@ bool BackendConnection::ensureConnected() {
   }
   state_ = State::Connecting;
   timeout_armed_ = false;
+  // Servers that require authentication get it ahead of every request (pipelined: memcached
+  // reads it first). Its reply is checked in onReadable before any request's.
+  std::string auth = serverAuthRequest(*server_.pool().topology);
+  auth_pending_ = !auth.empty();
+  if (auth_pending_) {
+    tcp_->output().append(auth);
+  }
   return true;
 }
 
@@ -88,6 +98,9 @@ void BackendConnection::onReadable() {
     return;  // the bytes wait in the input until the client being streamed to reads
   }
   net::Buffer& in = tcp_->input();
+  if (auth_pending_ && !checkAuthReply()) {
+    return;
+  }
   while (!inflight_.empty()) {
     protocol::Reply rep;
     const protocol::ReplyFrame frame = framer_.next(in, rep);
@@ -772,6 +785,33 @@ void BackendConnection::resend(InFlight& f) {
   f.line_end = false;
 }
 
+bool BackendConnection::checkAuthReply() {
+  net::Buffer& in = tcp_->input();
+  static constexpr size_t kMaxLine = 1024;
+  const size_t nl = in.findNewline(0, kMaxLine);
+  if (nl == net::Buffer::npos) {
+    if (in.size() < kMaxLine) {
+      return false;  // not all of it yet
+    }
+  } else if (in.contiguous(nl + 1) == "STORED\r\n") {
+    in.drain(nl + 1);
+    auth_pending_ = false;
+    return true;
+  }
+  // memcached's "CLIENT_ERROR authentication failure" (or "bad authentication token format");
+  // the line says nothing of the credentials.
+  std::string line(in.contiguous(std::min(in.size(), nl == net::Buffer::npos ? kMaxLine : nl)));
+  while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) {
+    line.pop_back();
+  }
+  server_.logFailure(BackendFailure::ConnectFailed, 0,
+                     "refused mcring's server_auth_file credentials: " + line);
+  stats::bump(server_.worker().counters().backend_connect_failures);
+  abort(BackendFailure::ConnectFailed);
+  server_.worker().onBackendIdle();
+  return false;
+}
+
 void BackendConnection::onClosed(net::CloseReason reason, int error) {
   BackendFailure why = BackendFailure::ConnectionClosed;
   if (reason == net::CloseReason::Timeout) {
@@ -782,7 +822,7 @@ void BackendConnection::onClosed(net::CloseReason reason, int error) {
     why = BackendFailure::ConnectFailed;
     stats::bump(server_.worker().counters().backend_connect_failures);
   }
-  server_.logFailure(why, error);
+  server_.logFailure(why, error, tcp_ ? tcp_->tlsError() : std::string());
   if (why == BackendFailure::ConnectionClosed) {
     closeUnexpectedly(why);
   } else {

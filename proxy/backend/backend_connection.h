@@ -116,11 +116,15 @@ class BackendConnection : public net::ConnectionHandler {
   void sendNextReplay();
   void closeSocket();
   void updateTimeout();
+  // The server's answer to mcring's authentication (the first reply on the connection): true
+  // once it said STORED; closes the connection if it refused.
+  bool checkAuthReply();
 
   BackendServer& server_;
   std::unique_ptr<net::TcpConnection> tcp_;
   State state_ = State::Closed;
   bool timeout_armed_ = false;
+  bool auth_pending_ = false;  // mcring's authentication sent, its STORED not yet read
   std::deque<InFlight> inflight_;
   // Requests to send again after an unexpected close, one at a time: the next goes once the
   // `replay_waits_for_` expectations queued up to the last one sent are answered. So a request

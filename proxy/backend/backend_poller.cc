@@ -9,11 +9,15 @@ class BackendPoller::Probe : public net::ConnectionHandler {
  public:
   Probe(BackendPoller& owner, std::string pool, std::string identity)
       : owner_(owner), pool_(std::move(pool)), identity_(std::move(identity)) {}
-  bool start(net::EventLoop& loop, const common::SocketAddress& address) {
-    tcp_ = net::TcpConnection::connect(loop, address, this, 2000, false);
+  // tls and auth as the workers' connections to the same server (pool_security.h); the
+  // authentication's STORED line is skipped with the rest that is not STAT.
+  bool start(net::EventLoop& loop, const common::SocketAddress& address,
+             const net::TlsSetup* tls, const std::string& auth) {
+    tcp_ = net::TcpConnection::connect(loop, address, this, 2000, false, tls);
     if (!tcp_) {
       return false;
     }
+    tcp_->output().append(auth);
     tcp_->output().append("stats\r\n");
     return true;
   }
@@ -89,8 +93,10 @@ BackendPoller::BackendPoller(net::EventLoop& loop, uint32_t interval_s)
 
 BackendPoller::~BackendPoller() = default;
 
-void BackendPoller::setTopology(std::shared_ptr<const config::Topology> topology) {
+void BackendPoller::setTopology(std::shared_ptr<const config::Topology> topology,
+                                std::shared_ptr<const PoolTlsMap> tls) {
   topology_ = std::move(topology);
+  tls_ = std::move(tls);
 }
 
 void BackendPoller::round() {
@@ -98,10 +104,16 @@ void BackendPoller::round() {
   probes_.clear();
   if (topology_) {
     for (const auto& pool : topology_->pools) {
+      const std::string auth = serverAuthRequest(*pool);
+      PoolTls contexts;
+      if (tls_ && tls_->count(pool->config.name)) {
+        contexts = tls_->at(pool->config.name);
+      }
       for (size_t i = 0; i < pool->config.servers.size(); ++i) {
         auto probe = std::make_unique<Probe>(*this, pool->config.name,
                                              pool->config.servers[i].identity());
-        if (probe->start(loop_, pool->server_addresses[i])) {
+        auto setup = serverTlsSetup(contexts, pool->config, pool->config.servers[i]);
+        if (probe->start(loop_, pool->server_addresses[i], setup ? &*setup : nullptr, auth)) {
           probes_.push_back(std::move(probe));
         }
       }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "config/topology.h"
+#include "proxy/backend/pool_security.h"
 #include "proxy/net/event_loop.h"
 #include "proxy/net/tcp_connection.h"
 
@@ -31,7 +32,8 @@ class BackendPoller {
  public:
   BackendPoller(net::EventLoop& loop, uint32_t interval_s);
   ~BackendPoller();
-  void setTopology(std::shared_ptr<const config::Topology> topology);
+  void setTopology(std::shared_ptr<const config::Topology> topology,
+                   std::shared_ptr<const PoolTlsMap> tls);
   // Any thread: last figures by (pool, identity).
   std::map<std::pair<std::string, std::string>, BackendItems> snapshot() const;
 
@@ -43,6 +45,7 @@ class BackendPoller {
   net::EventLoop& loop_;
   uint32_t interval_s_;
   std::shared_ptr<const config::Topology> topology_;
+  std::shared_ptr<const PoolTlsMap> tls_;
   std::unique_ptr<net::Timer> timer_;
   std::vector<std::unique_ptr<Probe>> probes_;
   mutable std::mutex mutex_;

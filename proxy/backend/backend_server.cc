@@ -93,7 +93,7 @@ void BackendServer::onFailure(BackendFailure why) {
   retry_at_ns_ = common::coarseMonotonicNs() + static_cast<uint64_t>(backoff_ms_) * 1000000ULL;
 }
 
-void BackendServer::logFailure(BackendFailure why, int error) {
+void BackendServer::logFailure(BackendFailure why, int error, const std::string& detail) {
   uint64_t now = common::coarseMonotonicNs();
   if (last_log_ns_ != 0 && now - last_log_ns_ < 1000000000ULL) {
     ++suppressed_logs_;
@@ -102,7 +102,7 @@ void BackendServer::logFailure(BackendFailure why, int error) {
   last_log_ns_ = now;
   MCRING_LOG(Warn, "pool '%s': backend %s: %s (%s)%s", pool_->name.c_str(), identity_.c_str(),
              std::string(backendFailureName(why)).c_str(),
-             error != 0 ? std::strerror(error) : "closed by peer",
+             !detail.empty() ? detail.c_str() : error != 0 ? std::strerror(error) : "closed by peer",
              suppressed_logs_ > 0
                  ? (" [+" + std::to_string(suppressed_logs_) + " more in the last second(s)]").c_str()
                  : "");

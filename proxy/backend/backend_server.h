@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "proxy/backend/backend_connection.h"
 #include "proxy/common/socket_address.h"
+#include "proxy/net/tls_context.h"
 #include "proxy/stats/backend_stats.h"
 
 namespace mcring::core {
@@ -51,7 +53,11 @@ class BackendServer {
   void countFailure(BackendFailure why, uint64_t n = 1);
   // Logs a connection failure at most once per second per server (and worker); the lines in
   // between are counted and reported with the next one, so a flapping server cannot flood the log.
-  void logFailure(BackendFailure why, int error);
+  // detail: why TLS failed, if it did.
+  void logFailure(BackendFailure why, int error, const std::string& detail = {});
+  // TLS for new connections (null: plaintext); a reload gives servers that stay a new context.
+  const std::optional<net::TlsSetup>& tls() const { return tls_; }
+  void setTls(std::optional<net::TlsSetup> tls) { tls_ = std::move(tls); }
 
  private:
   WorkerContext& worker_;
@@ -59,6 +65,7 @@ class BackendServer {
   std::string identity_;
   common::SocketAddress address_;
   std::vector<std::unique_ptr<BackendConnection>> connections_;
+  std::optional<net::TlsSetup> tls_;
   uint64_t retry_at_ns_ = 0;     // no new connect before this (capped exponential backoff)
   uint32_t backoff_ms_ = 0;
   BackendFailure last_failure_ = BackendFailure::Unavailable;

@@ -4,12 +4,16 @@
 namespace mcring::core {
 
 HealthProbe::HealthProbe(net::EventLoop& loop, const common::SocketAddress& address,
-                         uint32_t timeout_ms, Done done)
+                         uint32_t timeout_ms, Done done,
+                         const std::optional<net::TlsSetup>& tls, const std::string& auth)
     : loop_(loop), done_(std::move(done)), timeout_ms_(timeout_ms == 0 ? 1000 : timeout_ms) {
   deadline_ = std::make_unique<net::Timer>(loop_, [this] { finish(false); });
   deadline_->start(timeout_ms_);
-  tcp_ = net::TcpConnection::connect(loop_, address, this, timeout_ms_, false);
+  tcp_ = net::TcpConnection::connect(loop_, address, this, timeout_ms_, false,
+                                     tls ? &*tls : nullptr);
   if (tcp_) {
+    auth_pending_ = !auth.empty();
+    tcp_->output().append(auth);
     tcp_->output().append("version\r\n");
   } else {
     deadline_->start(0);  // report the failure from the loop, not from the constructor
@@ -27,6 +31,16 @@ void HealthProbe::onReadable() {
     if (in.size() > 256) {
       finish(false);
     }
+    return;
+  }
+  if (auth_pending_) {
+    if (in.contiguous(nl + 1) != "STORED\r\n") {
+      finish(false);
+      return;
+    }
+    auth_pending_ = false;
+    in.drain(nl + 1);
+    onReadable();
     return;
   }
   finish(in.contiguous(nl + 1).starts_with("VERSION "));

@@ -4,10 +4,13 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "proxy/common/socket_address.h"
 #include "proxy/net/event_loop.h"
 #include "proxy/net/tcp_connection.h"
+#include "proxy/net/tls_context.h"
 
 namespace mcring::core {
 
@@ -15,8 +18,10 @@ class HealthProbe : public net::ConnectionHandler {
  public:
   using Done = std::function<void(bool healthy)>;
   // Starts at once; `done` runs exactly once, from the loop (never from inside start()).
+  // tls, auth: as the workers connect to this server (pool_security.h).
   HealthProbe(net::EventLoop& loop, const common::SocketAddress& address, uint32_t timeout_ms,
-              Done done);
+              Done done, const std::optional<net::TlsSetup>& tls = std::nullopt,
+              const std::string& auth = {});
   ~HealthProbe() override;
 
   void onConnected() override;
@@ -31,6 +36,7 @@ class HealthProbe : public net::ConnectionHandler {
   Done done_;
   uint32_t timeout_ms_;
   bool finished_ = false;
+  bool auth_pending_ = false;  // the STORED of the authentication comes before VERSION
 };
 
 }  // namespace mcring::core

@@ -9,6 +9,7 @@
 #include "config/topology.h"
 #include "proxy/backend/backend_server.h"
 #include "proxy/backend/memory_budget.h"
+#include "proxy/backend/pool_security.h"
 #include "proxy/backend/warmup_state.h"
 #include "proxy/protocol/request_parser.h"
 #include "proxy/stats/hot_key_sketch.h"
@@ -20,6 +21,7 @@ namespace mcring::core {
 struct PoolRuntime {
   std::string name;
   std::shared_ptr<const config::PoolTopology> topology;
+  PoolTls tls;  // the TLS contexts of the snapshot's config (pool_security.h)
   protocol::RequestParser parser;
   // Backends by identity; by_index follows the snapshot's server order (what route() returns).
   std::unordered_map<std::string, std::unique_ptr<BackendServer>> servers;

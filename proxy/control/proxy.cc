@@ -73,7 +73,10 @@ bool Proxy::start() {
   }
   std::vector<std::string> errors;
   topology_ = config::Topology::build(*loaded.config, ++generation_, &errors);
-  if (!topology_) {
+  if (topology_) {
+    tls_ = buildPoolTls(*loaded.config, &errors);
+  }
+  if (!topology_ || !tls_) {
     for (const auto& e : errors) {
       MCRING_LOG(Error, "%s: %s", options_.config_path.c_str(), e.c_str());
     }
@@ -83,6 +86,9 @@ bool Proxy::start() {
     return false;
   }
   config_ = std::make_shared<const config::Config>(std::move(*loaded.config));
+  if (watching) {
+    watchReferencedFiles();
+  }
   reporter_.setGeneration(generation_);
   int threads = options_.threads > 0 ? options_.threads : defaultWorkerThreads();
   if (threads <= 0) {
@@ -98,7 +104,7 @@ bool Proxy::start() {
     lists.push_back(&w.backendStats());
   }
   poller_ = std::make_unique<BackendPoller>(loop_, options_.backend_stats_interval_s);
-  poller_->setTopology(topology_);
+  poller_->setTopology(topology_, tls_);
   monitor_ = std::make_unique<MembershipMonitor>(loop_, lists);
   hot_key_watch_ = std::make_unique<HotKeyWatch>(loop_, hot_key_board_, threads, lists,
                                                  [this] { return reporter_.topology(); });
@@ -110,7 +116,7 @@ bool Proxy::start() {
     w->setServerDownHandler([this](const std::string& pool, const std::string& identity) {
       loop_.post([this, pool, identity] { onServerDown(pool, identity); });
     });
-    w->start(topology_);
+    w->start(topology_, tls_);
   }
   signals_.push_back(std::make_unique<net::SignalWatcher>(loop_, SIGTERM, [this] { shutdown(); }));
   signals_.push_back(std::make_unique<net::SignalWatcher>(loop_, SIGINT, [this] { shutdown(); }));
@@ -143,8 +149,12 @@ bool Proxy::start() {
     });
   }
   for (const auto& pool : topology_->pools) {
+    std::string where = pool->listen_address.toString() + (pool->config.listen_tls ? " (TLS)" : "");
+    if (pool->tls_listen_address) {
+      where += " and " + pool->tls_listen_address->toString() + " (TLS)";
+    }
     MCRING_LOG(Notice, "pool '%s' listening on %s, %zu servers, %s/%s", pool->config.name.c_str(),
-               pool->listen_address.toString().c_str(), pool->config.servers.size(),
+               where.c_str(), pool->config.servers.size(),
                std::string(routing::distributionName(pool->config.routing.distribution)).c_str(),
                std::string(routing::hashFunctionName(pool->config.routing.hash)).c_str());
   }
@@ -157,9 +167,26 @@ bool Proxy::start() {
 // a listen change never leaves a window with nothing listening.
 bool Proxy::syncListeners(const config::Topology& topology) {
   std::map<std::string, ListenerEntry> next;
+  struct Wanted {
+    std::string key;
+    std::string pool;
+    const common::SocketAddress* address;
+    uint32_t unix_mode;
+    bool tls_listener;
+  };
+  std::vector<Wanted> wanted;
   for (const auto& pool : topology.pools) {
-    const std::string& name = pool->config.name;
-    std::string address = pool->listen_address.toString();
+    const config::PoolConfig& c = pool->config;
+    wanted.push_back({c.name, c.name, &pool->listen_address, c.listen.unix_mode, false});
+    if (pool->tls_listen_address) {
+      wanted.push_back({c.name + "\ttls", c.name, &*pool->tls_listen_address,
+                        c.tls_listen->unix_mode, true});
+    }
+  }
+  for (const Wanted& w : wanted) {
+    const std::string& name = w.key;
+    const config::PoolTopology* pool = topology.findPool(w.pool);
+    std::string address = w.address->toString();
     auto old = listeners_.find(name);
     if (old != listeners_.end() && old->second.address == address) {
       next[name] = std::move(old->second);
@@ -168,13 +195,14 @@ bool Proxy::syncListeners(const config::Topology& topology) {
     }
     std::string error;
     auto listener = net::Listener::open(
-        loop_, pool->listen_address, pool->config.backlog, pool->config.reuseport,
-        pool->config.listen.unix_mode, [this, name](int fd) { onAccept(name, fd); }, &error);
+        loop_, *w.address, pool->config.backlog, pool->config.reuseport, w.unix_mode,
+        [this, pool_name = w.pool, tls = w.tls_listener](int fd) { onAccept(pool_name, fd, tls); },
+        &error);
     if (listener) {
       listener->setAcceptErrorHandler([this](int) { reporter_.countAcceptError(); });
     }
     if (!listener) {
-      MCRING_LOG(Error, "pool '%s': %s", name.c_str(), error.c_str());
+      MCRING_LOG(Error, "pool '%s': %s", w.pool.c_str(), error.c_str());
       // Put back what we moved so the old listeners keep serving.
       for (auto& [n, entry] : next) {
         if (!listeners_.count(n)) {
@@ -189,7 +217,7 @@ bool Proxy::syncListeners(const config::Topology& topology) {
   return true;
 }
 
-void Proxy::onAccept(const std::string& pool, int fd) {
+void Proxy::onAccept(const std::string& pool, int fd, bool tls_listener) {
   if (stopping_ || workers_.empty()) {
     ::close(fd);
     return;
@@ -199,6 +227,16 @@ void Proxy::onAccept(const std::string& pool, int fd) {
     count = std::make_shared<std::atomic<uint32_t>>(0);
   }
   const config::PoolTopology* topo = topology_->findPool(pool);
+  std::shared_ptr<const net::TlsContext> tls;
+  if (tls_listener || (topo != nullptr && topo->config.listen_tls)) {
+    if (auto found = tls_->find(pool); found != tls_->end()) {
+      tls = found->second.listener;
+    }
+    if (!tls) {
+      ::close(fd);  // cannot happen: a TLS listener's config always has its context
+      return;
+    }
+  }
   uint32_t limit = topo != nullptr ? topo->config.client_connections : 0;
   if (limit != 0 && count->load(std::memory_order_relaxed) >= limit) {
     // Accept-and-explain rather than refuse: the client sees why, in the protocol it speaks,
@@ -212,7 +250,7 @@ void Proxy::onAccept(const std::string& pool, int fd) {
   }
   count->fetch_add(1, std::memory_order_relaxed);
   Worker& w = *workers_[next_worker_++ % workers_.size()];
-  w.postClient(fd, pool, count);
+  w.postClient(fd, pool, count, std::move(tls));
 }
 
 void Proxy::requestReload(const char* source) {
@@ -265,7 +303,9 @@ void Proxy::reload(const char* source) {
   }
   std::vector<std::string> errors;
   auto next = buildEffective(*loaded.config, generation_ + 1, &errors);
-  if (!next) {
+  // Certificates and keys are re-read here: a bad one rejects the reload, the old keep serving.
+  std::shared_ptr<const PoolTlsMap> next_tls = next ? buildPoolTls(*loaded.config, &errors) : nullptr;
+  if (!next || !next_tls) {
     std::string all;
     for (const auto& e : errors) {
       all += (all.empty() ? "" : "; ") + options_.config_path + ": " + e;
@@ -286,19 +326,24 @@ void Proxy::reload(const char* source) {
   reporter_.setEjected(std::move(still_ejected));
   auto before = topology_;
   topology_ = next;
-  poller_->setTopology(next);
+  tls_ = next_tls;
+  poller_->setTopology(next, tls_);
   reporter_.setTopology(next);
   config_ = std::make_shared<const config::Config>(std::move(*loaded.config));
+  if (watch_event_) {
+    watchReferencedFiles();
+  }
   reporter_.setGeneration(generation_);
   for (auto& w : workers_) {
-    w->postTopology(next);
+    w->postTopology(next, tls_);
   }
   // The prediction can take tens of ms (sampled distributions): only after the workers have
   // the new snapshot.
   monitor_->onTopologyChange(*before, *next, "reload");
   record.result = ReloadResult::Applied;
   record.generation = generation_;
-  record.diff = diff.summary();
+  // Only the content of a certificate, key or credentials file changed: the diff sees nothing.
+  record.diff = diff.empty() ? "TLS or credentials files re-read" : diff.summary();
   uint64_t id = reloads_.add(record);
   MCRING_LOG(Notice, "reload %llu (%s): generation %llu applied: %s",
              static_cast<unsigned long long>(id), source,
@@ -339,11 +384,11 @@ void Proxy::republish(const char* kind) {
   ++generation_;
   auto before = topology_;
   topology_ = next;
-  poller_->setTopology(next);
+  poller_->setTopology(next, tls_);
   reporter_.setTopology(next);
   reporter_.setGeneration(generation_);
   for (auto& w : workers_) {
-    w->postTopology(next);
+    w->postTopology(next, tls_);
   }
   // The prediction can take tens of ms (sampled distributions): only after the workers have
   // the new snapshot.
@@ -384,6 +429,10 @@ void Proxy::onServerDown(const std::string& pool, const std::string& identity) {
   e.address = current->server_addresses[index];
   e.retry_ms = pc->server_retry_timeout_ms;
   e.probe_timeout_ms = pc->timeout_ms == 0 ? 1000 : pc->timeout_ms;
+  if (auto found = tls_->find(pool); found != tls_->end()) {
+    e.tls = serverTlsSetup(found->second, current->config, current->config.servers[index]);
+  }
+  e.auth = serverAuthRequest(*current);
   e.retry = std::make_unique<net::Timer>(loop_, [this, key] { probeEjected(key); });
   e.retry->start(e.retry_ms);
   MCRING_LOG(Warn, "pool '%s': server %s ejected after %u consecutive failures; its keys go to "
@@ -414,7 +463,22 @@ void Proxy::probeEjected(const std::pair<std::string, std::string>& key) {
         MCRING_LOG(Notice, "pool '%s': server %s answers again: back in the ring",
                    key.first.c_str(), key.second.c_str());
         republish("return");
-      });
+      },
+      it->second.tls, it->second.auth);
+}
+
+void Proxy::watchReferencedFiles() {
+  std::vector<std::string> files;
+  for (const config::PoolConfig& p : config_->pools) {
+    for (const std::string* f : {&p.tls_cert, &p.tls_key, &p.tls_ca, &p.server_tls_ca,
+                                 &p.server_tls_cert, &p.server_tls_key, &p.client_auth_file,
+                                 &p.server_auth_file}) {
+      if (!f->empty()) {
+        files.push_back(*f);
+      }
+    }
+  }
+  watcher_.setExtraFiles(std::move(files));
 }
 
 void Proxy::shutdown() {

@@ -22,6 +22,7 @@
 #include "proxy/admin/stats_reporter.h"
 #include "proxy/backend/backend_poller.h"
 #include "proxy/backend/health_probe.h"
+#include "proxy/backend/pool_security.h"
 #include "proxy/control/worker.h"
 #include "proxy/net/event_loop.h"
 #include "proxy/net/tcp_connection.h"
@@ -85,18 +86,25 @@ class Proxy final : public AdminSource {
   void republish(const char* kind);
   void onServerDown(const std::string& pool, const std::string& identity);
   void probeEjected(const std::pair<std::string, std::string>& key);
-  void onAccept(const std::string& pool, int fd);
+  // tls_listener: it came through the pool's tls_listen (else through listen, which speaks TLS
+  // when the current config says listen_tls).
+  void onAccept(const std::string& pool, int fd, bool tls_listener);
   void shutdown();
+  // The certificate, key and credentials files of config_, for the file watcher.
+  void watchReferencedFiles();
 
   ProxyOptions options_;
   net::EventLoop loop_;
   StatsReporter reporter_;
   std::vector<std::unique_ptr<Worker>> workers_;
-  std::map<std::string, ListenerEntry> listeners_;  // by pool name
+  // By pool name (listen), and pool name + "\ttls" (tls_listen).
+  std::map<std::string, ListenerEntry> listeners_;
   // Open client connections per pool, across workers (client_connections limit).
   std::map<std::string, std::shared_ptr<std::atomic<uint32_t>>> client_counts_;
   std::shared_ptr<const config::Topology> topology_;
   std::shared_ptr<const config::Config> config_;
+  // The TLS contexts of config_ (pool_security.h): rebuilt, certificates re-read, at each reload.
+  std::shared_ptr<const PoolTlsMap> tls_;
   ReloadHistory reloads_;
   config::FileWatcher watcher_;
   std::unique_ptr<net::FdWatcher> watch_event_;
@@ -111,6 +119,8 @@ class Proxy final : public AdminSource {
     common::SocketAddress address;
     uint32_t retry_ms = 30000;
     uint32_t probe_timeout_ms = 1000;
+    std::optional<net::TlsSetup> tls;  // the probe connects as the workers do
+    std::string auth;
     std::unique_ptr<net::Timer> retry;
     std::unique_ptr<HealthProbe> probe;
   };

@@ -61,8 +61,9 @@ Worker::~Worker() {
   pools_.clear();
 }
 
-void Worker::start(std::shared_ptr<const config::Topology> topology) {
-  applyTopology(std::move(topology));
+void Worker::start(std::shared_ptr<const config::Topology> topology,
+                   std::shared_ptr<const PoolTlsMap> tls) {
+  applyTopology(std::move(topology), std::move(tls));
   thread_ = std::thread([this] { run(); });
 }
 
@@ -78,15 +79,19 @@ void Worker::run() {
 }
 
 void Worker::postClient(int fd, std::string pool,
-                        std::shared_ptr<std::atomic<uint32_t>> open_count) {
-  loop_->post([this, fd, pool = std::move(pool), open_count = std::move(open_count)]() mutable {
-    acceptClient(fd, pool, std::move(open_count));
+                        std::shared_ptr<std::atomic<uint32_t>> open_count,
+                        std::shared_ptr<const net::TlsContext> tls) {
+  loop_->post([this, fd, pool = std::move(pool), open_count = std::move(open_count),
+               tls = std::move(tls)]() mutable {
+    acceptClient(fd, pool, std::move(open_count), std::move(tls));
   });
 }
 
-void Worker::postTopology(std::shared_ptr<const config::Topology> topology) {
-  loop_->post(
-      [this, topology = std::move(topology)]() mutable { applyTopology(std::move(topology)); });
+void Worker::postTopology(std::shared_ptr<const config::Topology> topology,
+                          std::shared_ptr<const PoolTlsMap> tls) {
+  loop_->post([this, topology = std::move(topology), tls = std::move(tls)]() mutable {
+    applyTopology(std::move(topology), std::move(tls));
+  });
 }
 
 void Worker::postShutdown(uint32_t grace_ms) {
@@ -115,7 +120,8 @@ void Worker::checkShutdownDone() {
 }
 
 void Worker::acceptClient(int fd, const std::string& pool_name,
-                          std::shared_ptr<std::atomic<uint32_t>> open_count) {
+                          std::shared_ptr<std::atomic<uint32_t>> open_count,
+                          std::shared_ptr<const net::TlsContext> tls) {
   auto it = pools_.find(pool_name);
   if (shutting_down_ || it == pools_.end() || it->second->removed) {
     ::close(fd);
@@ -123,7 +129,8 @@ void Worker::acceptClient(int fd, const std::string& pool_name,
     return;
   }
   auto* session = new ClientSession(*this, *it->second, next_session_id_++, std::move(open_count));
-  if (!session->attach(fd)) {
+  net::TlsSetup setup{std::move(tls), {}};
+  if (!session->attach(fd, setup.context ? &setup : nullptr)) {
     delete session;
     return;
   }
@@ -209,7 +216,8 @@ void Worker::reapRetired() {
 // Switches to a new snapshot between two requests (this runs as a posted task, so no request is
 // half-processed). Servers that stay keep their connections; removed ones drain in the
 // background; pools that left have their sessions drained.
-void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
+void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
+                           std::shared_ptr<const PoolTlsMap> tls) {
   std::unordered_map<std::string, bool> seen;
   for (const auto& pool_topo : topology->pools) {
     const std::string& name = pool_topo->config.name;
@@ -230,6 +238,12 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
         runtime->removed ? nullptr : runtime->topology;
     std::vector<BackendServer*> previous_by_index = runtime->by_index;
     runtime->topology = pool_topo;
+    runtime->tls = {};
+    if (tls) {
+      if (auto found = tls->find(name); found != tls->end()) {
+        runtime->tls = found->second;
+      }
+    }
     runtime->removed = false;
     runtime->parser = protocol::RequestParser(limitsFor(pool_topo->config));
     // This worker's share of the pool's memory budget; large requests being received may use
@@ -245,7 +259,13 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
     for (size_t i = 0; i < servers.size(); ++i) {
       std::string identity = servers[i].identity();
       std::unique_ptr<BackendServer> server;
+      auto setup = serverTlsSetup(runtime->tls, pool_topo->config, servers[i]);
       auto old = runtime->servers.find(identity);
+      // A server whose TLS was switched on or off starts afresh (the old one drains); one that
+      // keeps it takes the new context for its next connections.
+      if (old != runtime->servers.end() && old->second->tls().has_value() != setup.has_value()) {
+        old = runtime->servers.end();
+      }
       if (old != runtime->servers.end()) {
         server = std::move(old->second);
         runtime->servers.erase(old);
@@ -257,6 +277,7 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology) {
             *this, *runtime, identity, servers[i].displayName(), pool_topo->server_addresses[i],
             pool_topo->config.server_connections);
       }
+      server->setTls(std::move(setup));
       runtime->by_index.push_back(server.get());
       next.emplace(identity, std::move(server));
     }

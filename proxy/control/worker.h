@@ -17,6 +17,7 @@
 #include "config/topology.h"
 #include "proxy/backend/pending_request.h"
 #include "proxy/backend/pool_runtime.h"
+#include "proxy/backend/pool_security.h"
 #include "proxy/net/event_loop.h"
 #include "proxy/session/session_context.h"
 #include "proxy/stats/backend_stats.h"
@@ -37,11 +38,16 @@ class Worker final : public SessionContext {
   ~Worker() override;
 
   // --- any thread ---
-  void start(std::shared_ptr<const config::Topology> topology);
+  // tls: the TLS contexts built for the topology's config (pool_security.h).
+  void start(std::shared_ptr<const config::Topology> topology,
+             std::shared_ptr<const PoolTlsMap> tls);
   void join();
   // `open_count` is the pool's open-connection count; the session decrements it when it ends.
-  void postClient(int fd, std::string pool, std::shared_ptr<std::atomic<uint32_t>> open_count);
-  void postTopology(std::shared_ptr<const config::Topology> topology);
+  // tls: the context of the TLS listener it came through (null: plaintext).
+  void postClient(int fd, std::string pool, std::shared_ptr<std::atomic<uint32_t>> open_count,
+                  std::shared_ptr<const net::TlsContext> tls = nullptr);
+  void postTopology(std::shared_ptr<const config::Topology> topology,
+                    std::shared_ptr<const PoolTlsMap> tls);
   // Stop reading new requests, finish in-flight ones, close; the loop ends when all sessions are
   // gone or after grace_ms.
   void postShutdown(uint32_t grace_ms);
@@ -79,9 +85,11 @@ class Worker final : public SessionContext {
 
  private:
   void run();
-  void applyTopology(std::shared_ptr<const config::Topology> topology);
+  void applyTopology(std::shared_ptr<const config::Topology> topology,
+                     std::shared_ptr<const PoolTlsMap> tls);
   void acceptClient(int fd, const std::string& pool,
-                    std::shared_ptr<std::atomic<uint32_t>> open_count);
+                    std::shared_ptr<std::atomic<uint32_t>> open_count,
+                    std::shared_ptr<const net::TlsContext> tls);
   void reapRetired();
   void wakeInputWaiters();
   void probeInputWaiters();

@@ -8,12 +8,23 @@
 // - output is written at the end of the current batch of callbacks (EventLoop::onFlush), so
 //   everything produced for a connection while handling one epoll_wait result goes out in one
 //   writev, and EV_WRITE is armed only when the socket is full (EAGAIN or a short write).
+//
+// TLS: OpenSSL reads and writes the socket itself (SSL_set_fd); the plaintext goes to and from
+// the same evbuffers, read into reserved space as above and written from the output's chunks
+// (pulled up to one 16 KiB record when they are small, so small replies do not each become a
+// record and a syscall). What differs from plaintext is only when to retry: SSL_read may need
+// the socket writable (read_wants_write_), SSL_write may need a read (write_wants_read_), and
+// OpenSSL may hold decrypted bytes that no readiness event will announce (SSL_has_pending).
 #include "proxy/net/tcp_connection.h"
 
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/listener.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -40,6 +51,9 @@ constexpr size_t kReadMax = 65536 - kChainOverhead;
 // Fairness bounds per readiness event (as bufferevent's max_single_write was raised to).
 constexpr size_t kMaxReadPerEvent = 256 * 1024;
 constexpr size_t kMaxWritePerEvent = 256 * 1024;
+// A TLS record's plaintext: output chunks smaller than this are pulled up to it before writing.
+constexpr size_t kTlsRecord = 16 * 1024;
+constexpr size_t kTlsSmallChunk = 4096;
 
 timeval toTimeval(uint32_t ms) {
   return timeval{static_cast<time_t>(ms / 1000), static_cast<suseconds_t>((ms % 1000) * 1000)};
@@ -79,6 +93,11 @@ bool TcpConnection::peerFinished(uint64_t* unread) const {
     return false;
   }
   *unread = pending > 0 ? static_cast<uint64_t>(pending) : 0;
+  if (ssl_ != nullptr && SSL_has_pending(ssl_)) {
+    // OpenSSL read ahead of what it decrypted: at most a record and its header, counted as if
+    // all of it were request bytes (the owner only closes if what is unread cannot complete).
+    *unread += 20 * 1024;
+  }
   return true;
 }
 
@@ -94,6 +113,15 @@ void TcpConnection::close() {
     event_free(read_ev_);
     event_free(write_ev_);
     read_ev_ = write_ev_ = nullptr;
+    if (ssl_ != nullptr) {
+      // close_notify, best effort (the socket is non-blocking; nothing waits for the peer's).
+      if (!handshaking_ && SSL_is_init_finished(ssl_) && tls_error_.empty()) {
+        SSL_shutdown(ssl_);
+      }
+      SSL_free(ssl_);
+      ssl_ = nullptr;
+      ERR_clear_error();
+    }
     ::close(fd_);
     fd_ = -1;
     read_armed_ = write_armed_ = false;
@@ -102,8 +130,59 @@ void TcpConnection::close() {
   handler_ = nullptr;
 }
 
+bool TcpConnection::startTls(const TlsSetup& tls, bool server) {
+  if (!tls.context) {
+    return false;
+  }
+  ssl_ = SSL_new(tls.context->raw());
+  if (ssl_ == nullptr || SSL_set_fd(ssl_, fd_) != 1) {
+    return false;
+  }
+  if (server) {
+    SSL_set_accept_state(ssl_);
+    return true;
+  }
+  SSL_set_connect_state(ssl_);
+  const std::string& name = tls.peer_name;
+  if (!name.empty()) {
+    in6_addr ip;
+    bool is_ip = inet_pton(AF_INET, name.c_str(), &ip) == 1 ||
+                 inet_pton(AF_INET6, name.c_str(), &ip) == 1;
+    if (!is_ip) {
+      SSL_set_tlsext_host_name(ssl_, name.c_str());  // SNI is for names only (RFC 6066)
+    }
+    if (tls.context->verifies()) {
+      X509_VERIFY_PARAM* param = SSL_get0_param(ssl_);
+      X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+      if (is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str()) != 1
+                : X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size()) != 1) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+void TcpConnection::noteTlsFailure(int ssl_error) {
+  std::string why = tlsErrorText();
+  if (ssl_error == SSL_ERROR_SSL && ssl_ != nullptr &&
+      SSL_get_verify_result(ssl_) != X509_V_OK) {
+    why = std::string("certificate verify failed: ") +
+          X509_verify_cert_error_string(SSL_get_verify_result(ssl_));
+  }
+  if (why.empty()) {
+    why = ssl_error == SSL_ERROR_SYSCALL ? std::string("connection reset during TLS")
+                                         : "TLS error " + std::to_string(ssl_error);
+  }
+  if (tls_error_.empty()) {
+    tls_error_ = std::move(why);
+  }
+  errno = EPROTO;
+}
+
 std::unique_ptr<TcpConnection> TcpConnection::adopt(EventLoop& loop, int fd,
-                                                    ConnectionHandler* handler, bool keepalive) {
+                                                    ConnectionHandler* handler, bool keepalive,
+                                                    const TlsSetup* tls) {
   evutil_make_socket_nonblocking(fd);
   int one = 1;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -114,6 +193,9 @@ std::unique_ptr<TcpConnection> TcpConnection::adopt(EventLoop& loop, int fd,
   if (conn->read_ev_ == nullptr || conn->write_ev_ == nullptr || conn->input_cb_ == nullptr) {
     return nullptr;  // the destructor closes fd
   }
+  if (tls != nullptr && !conn->startTls(*tls, /*server=*/true)) {
+    return nullptr;
+  }
   conn->read_enabled_ = true;
   conn->write_enabled_ = true;
   conn->updateReadEvent();
@@ -123,7 +205,8 @@ std::unique_ptr<TcpConnection> TcpConnection::adopt(EventLoop& loop, int fd,
 std::unique_ptr<TcpConnection> TcpConnection::connect(EventLoop& loop,
                                                       const common::SocketAddress& address,
                                                       ConnectionHandler* handler,
-                                                      uint32_t timeout_ms, bool keepalive) {
+                                                      uint32_t timeout_ms, bool keepalive,
+                                                      const TlsSetup* tls) {
   int fd = ::socket(address.storage.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) {
     return nullptr;
@@ -137,6 +220,9 @@ std::unique_ptr<TcpConnection> TcpConnection::connect(EventLoop& loop,
   }
   std::unique_ptr<TcpConnection> conn(new TcpConnection(loop, fd, handler));
   if (conn->read_ev_ == nullptr || conn->write_ev_ == nullptr || conn->input_cb_ == nullptr) {
+    return nullptr;
+  }
+  if (tls != nullptr && !conn->startTls(*tls, /*server=*/false)) {
     return nullptr;
   }
   conn->read_enabled_ = true;
@@ -184,6 +270,10 @@ void TcpConnection::updateReadEvent() {
       event_add(read_ev_, nullptr);
     }
     read_armed_ = true;
+    if (ssl_ != nullptr && SSL_has_pending(ssl_)) {
+      // Decrypted (or buffered) bytes that no readiness event will announce.
+      event_active(read_ev_, EV_READ, 0);
+    }
   } else if (read_armed_) {
     event_del(read_ev_);
     read_armed_ = false;
@@ -305,7 +395,17 @@ void TcpConnection::fail(Guard& g, CloseReason reason, int error) {
 
 void TcpConnection::handleRead(short what) {
   Guard g(this);
-  if ((what & EV_TIMEOUT) && !(what & EV_READ)) {
+  if (handshaking_) {
+    if ((what & EV_TIMEOUT) && !(what & EV_READ)) {
+      fail(g, CloseReason::Timeout, ETIMEDOUT);
+      return;
+    }
+    event_del(read_ev_);
+    read_armed_ = false;
+    continueHandshake(g);
+    return;
+  }
+  if ((what & EV_TIMEOUT) && !(what & EV_READ) && !(ssl_ != nullptr && SSL_has_pending(ssl_))) {
     // libevent processes expired timers after polling and reports them alone, so when this
     // thread was not scheduled for longer than the timeout (a loaded host, a paused VM), bytes
     // that arrived meanwhile look like a timeout. Look before failing.
@@ -343,7 +443,7 @@ void TcpConnection::handleRead(short what) {
       iov[i].iov_len = l;
       room += l;
     }
-    ssize_t r = ::readv(fd_, iov, n);
+    ssize_t r = readSocket(iov, n);
     if (r < 0) {
       int e = errno;
       evbuffer_commit_space(in, vec, 0);
@@ -368,8 +468,10 @@ void TcpConnection::handleRead(short what) {
     }
     evbuffer_commit_space(in, vec, n);
     total += got;
-    if (got < room) {
-      // The socket is (very likely) drained: the next read would only say EAGAIN.
+    if (got < room && (ssl_ == nullptr || !SSL_has_pending(ssl_))) {
+      // The socket is (very likely) drained: the next read would only say EAGAIN. (A TLS read
+      // returns at most a record, so there it is drained only if OpenSSL holds nothing more;
+      // the socket itself, level-triggered, will be reported again if it has more.)
       if (got * 4 < read_hint_ && read_hint_ > kReadMin) {
         read_hint_ = std::max(kReadMin, (read_hint_ + kChainOverhead) / 2 - kChainOverhead);
       }
@@ -383,6 +485,17 @@ void TcpConnection::handleRead(short what) {
     read_suspended_ = true;
     evbuffer_cb_set_flags(in, input_cb_, EVBUFFER_CB_ENABLED);
     updateReadEvent();
+  }
+  if (ssl_ != nullptr) {
+    if (read_armed_ && SSL_has_pending(ssl_)) {
+      event_active(read_ev_, EV_READ, 0);  // the per-event bound stopped it: go on next pass
+    }
+    if (write_wants_read_ && write_enabled_ && !connecting_) {
+      write_wants_read_ = false;
+      if (!writeOutput(g, false)) {
+        return;
+      }
+    }
   }
   if (total > 0 && handler_ != nullptr) {
     handler_->onReadable();
@@ -408,6 +521,15 @@ void TcpConnection::finishConnect(int error) {
     fail(g, CloseReason::Error, error);
     return;
   }
+  if (ssl_ != nullptr && !SSL_is_init_finished(ssl_)) {
+    if (!handshaking_) {
+      handshaking_ = true;
+      event_del(write_ev_);  // the TCP connect's wait; the handshake arms its own
+      write_armed_ = false;
+    }
+    continueHandshake(g);
+    return;
+  }
   connecting_ = false;
   // The connect timeout is over; read timeouts are set per request by the owner.
   event_del(write_ev_);
@@ -424,7 +546,155 @@ void TcpConnection::finishConnect(int error) {
   }
 }
 
+void TcpConnection::continueHandshake(Guard& g) {
+  ERR_clear_error();
+  int r = SSL_do_handshake(ssl_);
+  if (r == 1) {
+    handshaking_ = false;
+    if (read_armed_) {
+      event_del(read_ev_);  // armed with the handshake's timeout
+      read_armed_ = false;
+    }
+    finishConnect(0);
+    return;
+  }
+  int e = SSL_get_error(ssl_, r);
+  // Each wait of the handshake gets the connect timeout (a handshake is two round trips).
+  timeval tv = toTimeval(connect_timeout_ms_);
+  const timeval* timeout = connect_timeout_ms_ > 0 ? &tv : nullptr;
+  if (e == SSL_ERROR_WANT_READ) {
+    event_add(read_ev_, timeout);
+    read_armed_ = true;
+    return;
+  }
+  if (e == SSL_ERROR_WANT_WRITE) {
+    event_add(write_ev_, timeout);
+    write_armed_ = true;
+    return;
+  }
+  noteTlsFailure(e);
+  fail(g, CloseReason::Error, EPROTO);
+}
+
+ssize_t TcpConnection::readSocket(iovec* iov, int n) {
+  if (ssl_ == nullptr) {
+    return ::readv(fd_, iov, n);
+  }
+  if (!tls_error_.empty()) {
+    errno = EPROTO;
+    return -1;
+  }
+  size_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    size_t got = 0;
+    ERR_clear_error();
+    int r = SSL_read_ex(ssl_, iov[i].iov_base, iov[i].iov_len, &got);
+    if (r == 1) {
+      total += got;
+      if (got < iov[i].iov_len) {
+        break;
+      }
+      continue;
+    }
+    int e = SSL_get_error(ssl_, r);
+    int saved = errno;
+    if (e == SSL_ERROR_WANT_WRITE) {
+      read_wants_write_ = true;  // retried from the write event
+      setWriteArmed(true);
+    } else if (e == SSL_ERROR_SSL || (e == SSL_ERROR_SYSCALL && saved == 0)) {
+      noteTlsFailure(e);  // reported now, or by the next call if bytes came first
+    }
+    if (total > 0) {
+      return static_cast<ssize_t>(total);
+    }
+    switch (e) {
+      case SSL_ERROR_WANT_READ:
+      case SSL_ERROR_WANT_WRITE:
+        errno = EAGAIN;
+        return -1;
+      case SSL_ERROR_ZERO_RETURN:
+        return 0;  // close_notify, or (SSL_OP_IGNORE_UNEXPECTED_EOF) a plain close
+      case SSL_ERROR_SYSCALL:
+        errno = saved != 0 ? saved : EPROTO;
+        return -1;
+      default:
+        errno = EPROTO;
+        return -1;
+    }
+  }
+  return static_cast<ssize_t>(total);
+}
+
+ssize_t TcpConnection::writeSocket(size_t want) {
+  evbuffer* out = output_.raw();
+  if (ssl_ == nullptr) {
+    return evbuffer_write_atmost(out, fd_, static_cast<ev_ssize_t>(want));
+  }
+  if (!tls_error_.empty()) {
+    errno = EPROTO;
+    return -1;
+  }
+  // A retried SSL_write must be given the same first bytes, and at least as many: both hold,
+  // since nothing is drained before it succeeds and the output only grows at its end.
+  size_t done = 0;
+  while (done < want) {
+    evbuffer_iovec v;
+    if (evbuffer_peek(out, -1, nullptr, &v, 1) < 1) {
+      break;
+    }
+    size_t n = std::min(v.iov_len, want - done);
+    const void* p = v.iov_base;
+    const size_t len = evbuffer_get_length(out);
+    if (n < kTlsSmallChunk && len > v.iov_len) {
+      n = std::min({len, kTlsRecord, want - done});
+      p = evbuffer_pullup(out, static_cast<ev_ssize_t>(n));
+    }
+    size_t wrote = 0;
+    ERR_clear_error();
+    int r = SSL_write_ex(ssl_, p, n, &wrote);
+    if (r == 1) {
+      evbuffer_drain(out, wrote);
+      done += wrote;
+      continue;
+    }
+    int e = SSL_get_error(ssl_, r);
+    int saved = errno;
+    if (e == SSL_ERROR_WANT_READ) {
+      write_wants_read_ = true;  // retried after the next read
+    } else if (e != SSL_ERROR_WANT_WRITE && !(e == SSL_ERROR_SYSCALL && saved != 0)) {
+      noteTlsFailure(e);
+    }
+    if (done > 0) {
+      break;
+    }
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+      errno = EAGAIN;
+    } else {
+      errno = e == SSL_ERROR_SYSCALL && saved != 0 ? saved : EPROTO;
+    }
+    return -1;
+  }
+  return static_cast<ssize_t>(done);
+}
+
 void TcpConnection::handleWrite(short what) {
+  if (handshaking_) {
+    Guard g(this);
+    if (what & EV_TIMEOUT) {
+      fail(g, CloseReason::Timeout, ETIMEDOUT);
+      return;
+    }
+    event_del(write_ev_);
+    write_armed_ = false;
+    continueHandshake(g);
+    return;
+  }
+  if (read_wants_write_) {
+    read_wants_write_ = false;
+    if (read_armed_) {
+      event_active(read_ev_, EV_READ, 0);
+    }
+  }
   if (connecting_) {
     if (what & EV_TIMEOUT) {
       Guard g(this);
@@ -467,7 +737,7 @@ bool TcpConnection::writeOutput(Guard& g, bool after_connect) {
       break;
     }
     size_t want = std::min(len, kMaxWritePerEvent - written);
-    int r = evbuffer_write_atmost(out, fd_, static_cast<ev_ssize_t>(want));
+    ssize_t r = writeSocket(want);
     if (r < 0) {
       int e = errno;
       if (e == EINTR) {
@@ -493,7 +763,8 @@ bool TcpConnection::writeOutput(Guard& g, bool after_connect) {
     return false;
   }
   // Bytes left (socket full, or the per-event bound reached): wait for EPOLLOUT.
-  setWriteArmed(evbuffer_get_length(out) > 0);
+  // (Not while TLS waits for a read: the socket is writable, SSL_write would only say so again.)
+  setWriteArmed(evbuffer_get_length(out) > 0 && !write_wants_read_);
   if ((written > 0 || after_connect) && handler_ != nullptr &&
       evbuffer_get_length(out) <= write_low_) {
     handler_->onWritable();

@@ -2,7 +2,12 @@
 // libevent events and two evbuffers (the semantics of a bufferevent, minus its costs: reads go
 // straight into reserved buffer space without FIONREAD and 4 KiB chunks, and output is written
 // at the end of the current batch of callbacks instead of after an EPOLLOUT round trip).
+// With TLS (tls_context.h) the same connection runs OpenSSL over its socket: the handler sees
+// the plaintext in input() and output() as before, and nothing above net knows the difference.
 #pragma once
+
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include <cstdint>
 #include <functional>
@@ -13,12 +18,14 @@
 #include "proxy/net/accept_backoff.h"
 #include "proxy/net/buffer.h"
 #include "proxy/net/event_loop.h"
+#include "proxy/net/tls_context.h"
 
 struct evbuffer;
 struct evbuffer_cb_entry;
 struct evbuffer_cb_info;
 struct event;
 struct evconnlistener;
+struct ssl_st;
 
 namespace mcring::net {
 
@@ -47,13 +54,18 @@ class TcpConnection {
 
   // Wraps an accepted socket; starts reading. keepalive: SO_KEEPALIVE, so dead clients are
   // noticed (twemproxy's tcpkeepalive).
+  // tls (a server context): the client must open with a TLS handshake; a client that does
+  // not, or whose certificate is refused, is closed (onClosed(Error), tlsError() says why).
   static std::unique_ptr<TcpConnection> adopt(EventLoop& loop, int fd, ConnectionHandler* handler,
-                                              bool keepalive = false);
-  // Starts connecting; onConnected or onClosed(ConnectFailed/Timeout) follows.
+                                              bool keepalive = false,
+                                              const TlsSetup* tls = nullptr);
+  // Starts connecting; onConnected or onClosed(Error/Timeout) follows. tls (a client context):
+  // onConnected comes once the TLS handshake is done too, both within timeout_ms; a failed
+  // handshake closes with Error (tlsError() says why).
   static std::unique_ptr<TcpConnection> connect(EventLoop& loop,
                                                 const common::SocketAddress& address,
                                                 ConnectionHandler* handler, uint32_t timeout_ms,
-                                                bool keepalive);
+                                                bool keepalive, const TlsSetup* tls = nullptr);
 
   Buffer& input() { return input_; }
   Buffer& output() { return output_; }
@@ -71,6 +83,9 @@ class TcpConnection {
   // reading), and *unread = bytes still in the socket's receive queue. False for a peer that is
   // still sending, or a socket that is not TCP.
   bool peerFinished(uint64_t* unread) const;
+  bool isTls() const { return ssl_ != nullptr; }
+  // Why the TLS layer failed (OpenSSL's reason), for the owner's log line; "" if it did not.
+  const std::string& tlsError() const { return tls_error_; }
 
  private:
   friend class EventLoop;
@@ -109,6 +124,15 @@ class TcpConnection {
   // Writes what it can of the output (bounded); arms EV_WRITE if bytes remain. Returns false if
   // the connection was closed or destroyed meanwhile (then `this` must not be touched).
   bool writeOutput(Guard& g, bool after_connect);
+  // The socket I/O, plain or through OpenSSL. Both return bytes moved, 0 at EOF (reads), or -1
+  // with errno set (EAGAIN when the socket, or TLS, must wait).
+  ssize_t readSocket(iovec* iov, int n);
+  ssize_t writeSocket(size_t want);
+  bool startTls(const TlsSetup& tls, bool server);
+  // Client side: drives the handshake after the TCP connect; finishConnect once it is done.
+  void continueHandshake(Guard& g);
+  // Records why OpenSSL failed and sets errno to EPROTO.
+  void noteTlsFailure(int ssl_error);
   // Called by the loop at the end of a batch of callbacks.
   void flushQueued();
   void fail(Guard& g, CloseReason reason, int error);
@@ -141,6 +165,12 @@ class TcpConnection {
   bool connecting_ = false;
   bool flush_queued_ = false;
   bool in_before_write_ = false;  // bytes added by onBeforeWrite are written by this write
+  // TLS: ssl_ is null on a plaintext connection.
+  ssl_st* ssl_ = nullptr;
+  bool handshaking_ = false;       // client side: TCP connected, handshake not finished
+  bool read_wants_write_ = false;  // SSL_read needs the socket writable (retry on EV_WRITE)
+  bool write_wants_read_ = false;  // SSL_write needs bytes from the peer (retry after a read)
+  std::string tls_error_;
 };
 
 // Accepts connections on one address and hands each socket to a callback (main thread). A

@@ -8,6 +8,7 @@
 #include "proxy/common/log.h"
 #include "proxy/protocol/reply_lines.h"
 #include "proxy/protocol/request_parser.h"
+#include "proxy/session/client_auth.h"
 
 namespace mcring::core {
 
@@ -30,8 +31,8 @@ ClientSession::~ClientSession() {
   releaseInput();
 }
 
-bool ClientSession::attach(int fd) {
-  tcp_ = net::TcpConnection::adopt(worker_.loop(), fd, this, pool_->config().tcpkeepalive);
+bool ClientSession::attach(int fd, const net::TlsSetup* tls) {
+  tcp_ = net::TcpConnection::adopt(worker_.loop(), fd, this, pool_->config().tcpkeepalive, tls);
   if (!tcp_) {
     return false;
   }
@@ -83,6 +84,10 @@ void ClientSession::processInput() {
     if (frame.kind == protocol::RequestFrameKind::NeedMore) {
       wantInput(frame.length);
       break;
+    }
+    if (mustAuthenticate()) {
+      authenticate(frame);
+      continue;
     }
     if (frame.kind == protocol::RequestFrameKind::Discard) {
       in.drain(frame.length);
@@ -251,6 +256,43 @@ void ClientSession::rejectRequest(const protocol::Request& req) {
                std::string(protocol::requestErrorName(req.error)).c_str());
   }
   completeWith(r, reply);
+}
+
+void ClientSession::authenticate(const protocol::RequestFrame& frame) {
+  net::Buffer& in = tcp_->input();
+  const bool set = req_.command == Command::Set;
+  std::string_view reply;
+  if (set && frame.kind == protocol::RequestFrameKind::Request) {
+    std::string_view data =
+        in.contiguous(frame.length).substr(req_.line_length, req_.value_length);
+    switch (checkAuthToken(data, *pool_->topology->client_credentials)) {
+      case AuthResult::Accepted:
+        authenticated_ = true;
+        reply = kAuthStored;
+        break;
+      case AuthResult::Failed:
+        reply = kAuthFailure;
+        break;
+      case AuthResult::BadFormat:
+        reply = kAuthBadFormat;
+        break;
+    }
+    in.drain(frame.length);
+  } else {
+    // Anything else first (a malformed set line too) is refused, and like memcached the rest of
+    // what the client sent meanwhile is dropped unread.
+    reply = set && frame.kind == protocol::RequestFrameKind::Rejected &&
+                    req_.error == protocol::RequestError::BadDataChunk
+                ? kAuthBadTermination
+                : kUnauthenticated;
+    in.drain(in.size());
+    framer_ = protocol::RequestFramer(pool_->parser);  // nothing left to discard
+  }
+  if (!authenticated_) {
+    stats::bump(reply == kUnauthenticated ? worker_.counters().client_unauthenticated
+                                          : worker_.counters().client_auth_failures);
+  }
+  completeWith(newRequest(Command::Set), reply);
 }
 
 void ClientSession::onRequestComplete(PendingRequest* r) {
@@ -437,6 +479,13 @@ void ClientSession::onClosed(net::CloseReason reason, int error) {
       close();
     }
     return;
+  }
+  if (tcp_ && tcp_->isTls() && !tcp_->tlsError().empty()) {
+    // A plaintext client on a TLS listener, a refused certificate, a broken record: only this
+    // connection ends.
+    stats::bump(worker_.counters().client_tls_failures);
+    MCRING_LOG_LIMITED(Info, "client tls", "client %llu: TLS: %s, closing",
+                       static_cast<unsigned long long>(id_), tcp_->tlsError().c_str());
   }
   close();
 }

@@ -36,7 +36,8 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   ClientSession(SessionContext& worker, PoolRuntime& pool, uint64_t id,
                 std::shared_ptr<std::atomic<uint32_t>> open_count);
   ~ClientSession() override;
-  bool attach(int fd);
+  // tls: the listener's context, when the client came through a TLS listener.
+  bool attach(int fd, const net::TlsSetup* tls = nullptr);
 
   // A request of this session got its whole reply (called by backend connections).
   void onRequestComplete(PendingRequest* r) override;
@@ -113,6 +114,11 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   bool streamable(const PendingRequest& r) const;
 
   void rejectRequest(const protocol::Request& req);
+  // client_auth_file: answers `frame` as memcached does before authentication (client_auth.h).
+  void authenticate(const protocol::RequestFrame& frame);
+  bool mustAuthenticate() const {
+    return !authenticated_ && pool_->topology->client_credentials != nullptr;
+  }
   void flush();
   bool throttled() const;
   void updateReading();
@@ -148,6 +154,7 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   bool closing_ = false;  // a quit / fatal error reply is queued: read nothing more
   bool closed_ = false;
   bool in_process_ = false;
+  bool authenticated_ = false;  // client_auth_file: this connection has authenticated
 };
 
 }  // namespace mcring::core

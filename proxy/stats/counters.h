@@ -30,6 +30,9 @@ namespace mcring::stats {
   X(client_slow_closed, Counter, "clients closed for reading nothing for 1 s while their reply held a backend connection") \
   X(client_input_waits, Counter, "times a client receiving a large request waited for memory, unread") \
   X(client_input_stalled, Counter, "clients closed for holding memory for a request they stopped sending while others waited") \
+  X(client_auth_failures, Counter, "client authentication attempts refused (client_auth_file: wrong credentials or token format)") \
+  X(client_unauthenticated, Counter, "client commands refused before authentication (CLIENT_ERROR unauthenticated)") \
+  X(client_tls_failures, Counter, "client connections of a TLS listener closed by a TLS failure (not TLS, refused certificate, ...)") \
   X(server_errors, Counter, "requests answered with SERVER_ERROR because of a backend fault") \
   X(backend_requests, Counter, "requests sent to backends (multi-get fragments count each)") \
   X(backend_get_lines, Counter, "get/gets lines sent to backends with coalesce_gets (each carries the keys of one or more requests)") \

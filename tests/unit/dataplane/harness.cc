@@ -314,7 +314,7 @@ DataPlane::DataPlane(const std::vector<FakeBackend*>& backends, const std::strin
     throw std::runtime_error("topology: " + (errors.empty() ? std::string() : errors[0]));
   }
   worker_ = std::make_unique<mcring::core::Worker>(0, 1, *renderer_);
-  worker_->start(topology_);
+  worker_->start(topology_, nullptr);  // plaintext: no TLS contexts
 }
 
 DataPlane::~DataPlane() {
