@@ -21,6 +21,7 @@ ClientSession::ClientSession(SessionContext& worker, PoolRuntime& pool, uint64_t
       id_(id),
       open_count_(std::move(open_count)),
       framer_(pool.parser),
+      binary_framer_(pool.parser),
       dispatcher_(worker, worker.statsViews(), worker.metadumps()) {}
 
 ClientSession::~ClientSession() {
@@ -78,7 +79,17 @@ void ClientSession::processInput() {
   }
   in_process_ = true;
   net::Buffer& in = tcp_->input();
+  if (wire_ == Wire::Unknown && in.size() > 0) {
+    wire_ = static_cast<uint8_t>(in.byteAt(0)) == protocol::kBinaryRequestMagic ? Wire::Binary
+                                                                               : Wire::Text;
+  }
   while (!closed_ && !closing_ && !draining_ && !throttled()) {
+    if (wire_ == Wire::Binary) {
+      if (!processBinaryPacket(in)) {
+        break;
+      }
+      continue;
+    }
     const protocol::RequestFrame frame = framer_.next(in, req_);
     if (frame.kind == protocol::RequestFrameKind::NeedMore) {
       wantInput(frame.length);
@@ -223,6 +234,9 @@ PendingRequest* ClientSession::newRequest(protocol::Command command) {
   r->refs = 1;
   r->fragments_left = 1;
   r->command = command;
+  if (binary_pending_.active) {
+    r->binary = binary_pending_;
+  }
   fifo_.push_back(r);
   ++requests_;
   return r;
@@ -260,6 +274,9 @@ void ClientSession::onRequestComplete(PendingRequest* r) {
 }
 
 bool ClientSession::streamable(const PendingRequest& r) const {
+  if (r.binary.active) {
+    return false;  // translated as a whole when written
+  }
   switch (r.shape) {
     case Shape::Direct:
       return !r.warm && !r.rewrites;
@@ -368,9 +385,9 @@ void ClientSession::flush() {
     PendingRequest* r = fifo_.front();
     fifo_.pop_front();
     releaseHeld(*r);
-    size_t n = r->reply.size();
-    stats::bump(worker_.counters().bytes_written, n);
-    r->reply.moveAllTo(out);
+    const size_t before = out.size();
+    writeReply(*r, out);
+    stats::bump(worker_.counters().bytes_written, out.size() - before);
     close_now = r->close_after;
     r->session = nullptr;
     worker_.requests().release(r);
@@ -483,7 +500,8 @@ bool ClientSession::closeIfRequestStalled(uint64_t now_ms) {
   // always the front of one unfinished request.
   const bool partial = timeout_ms != 0 && !closed_ && !draining_ && !closing_ && !read_eof_ &&
                        reading_ && !waiting_input_ &&
-                       (tcp_->input().size() != 0 || framer_.discardPending() != 0);
+                       (tcp_->input().size() != 0 || framer_.discardPending() != 0 ||
+                        binary_framer_.discardPending() != 0);
   if (!partial) {
     partial_since_ms_ = 0;
     return false;
