@@ -11,11 +11,11 @@ mcring does too. Run with MCRING_TARGET=direct, the same assertions hold against
 import struct
 import unittest
 
-from binary_wire import (ADD, APPEND, DECR, DELETE, DELETEQ, FLUSH, GAT, GATK, GET, GETK, GETKQ,
-                         GETQ, INCR, NOOP, PREPEND, QUIT, REPLACE, SASL_LIST, SET, SETQ, STAT,
+from binary_wire import (ADD, APPEND, DECR, DELETE, DELETEQ, FLUSH, FLUSHQ, GAT, GATK, GET,
+                         GETK, GETKQ, GETQ, INCR, NOOP, PREPEND, QUIT, REPLACE, SASL_LIST, SET, SETQ, STAT,
                          TOUCH, VERSION, BinaryConn, arith_extras, packet, store_extras,
                          touch_extras)
-from harness import IntegrationCase, spread_keys
+from harness import IntegrationCase, requires_proxy, spread_keys
 
 INJECTION = b"payload\r\ndelete victim\r\nset injected 0 0 3\r\nyes\r\n"
 
@@ -173,6 +173,18 @@ class BinaryProtocolTest(IntegrationCase):
         self.assertEqual([r[:3] for r in c.read(2)], [(NOOP, 0, 1), (QUIT, 0, 2)])
         self.assertTrue(c.wait_closed())
         self.assertEqual(c.buf, b"")
+
+
+@requires_proxy
+class BinaryFlushPolicyTest(IntegrationCase):
+    def test_flush_under_the_default_policy_is_refused_as_memcached_dash_F_refuses_it(self):
+        cl = self.cluster(n_backends=2)  # allow_flush_all: false (the default)
+        c = BinaryConn(cl.port)
+        self.addCleanup(c.close)
+        c.call(SET, b"keep", b"me", store_extras())
+        for op in (FLUSH, FLUSHQ):
+            self.assertEqual(c.call(op, opaque=4)[:3], (op, 0x20, 4))
+        self.assertEqual(c.call(GET, b"keep")[6], b"me")
 
 
 if __name__ == "__main__":
