@@ -274,7 +274,9 @@ void ClientSession::onRequestComplete(PendingRequest* r) {
 }
 
 bool ClientSession::streamable(const PendingRequest& r) const {
-  if (r.binary.active) {
+  if (r.binary.active &&
+      (r.binary.opcode == static_cast<uint8_t>(protocol::BinaryOpcode::Stat) ||
+       r.shape != Shape::Direct)) {
     return false;  // translated as a whole when written
   }
   switch (r.shape) {
@@ -299,8 +301,9 @@ bool ClientSession::tryStream(PendingRequest& r) {
   }
   releaseHeld(r);
   if (!r.reply.empty()) {
-    stats::bump(worker_.counters().bytes_written, r.reply.size());
-    r.reply.moveAllTo(tcp_->output());
+    const size_t before = tcp_->output().size();
+    writeReply(r, tcp_->output());
+    stats::bump(worker_.counters().bytes_written, tcp_->output().size() - before);
   }
   r.streaming = true;
   syncOutput();
@@ -308,8 +311,16 @@ bool ClientSession::tryStream(PendingRequest& r) {
 }
 
 void ClientSession::streamReply(net::Buffer& from, uint64_t n) {
-  stats::bump(worker_.counters().bytes_written, n);
-  from.moveTo(tcp_->output(), n);
+  // Only the FIFO's head streams; a binary client's reply unit is whole, translated on its way.
+  net::Buffer& out = tcp_->output();
+  if (!fifo_.empty() && fifo_.front()->binary.active) {
+    const size_t before = out.size();
+    writeBinaryUnit(fifo_.front()->binary, from, n, out);
+    stats::bump(worker_.counters().bytes_written, out.size() - before);
+  } else {
+    stats::bump(worker_.counters().bytes_written, n);
+    from.moveTo(out, n);
+  }
   syncOutput();
 }
 

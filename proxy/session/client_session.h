@@ -125,6 +125,9 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   void rejectBinary();
   // Moves r's reply to `out`, translated to a binary response for a binary client's request.
   void writeReply(PendingRequest& r, net::Buffer& out);
+  // The n bytes at the front of `from`, one whole reply unit, as the binary response to `ctx`.
+  void writeBinaryUnit(const protocol::BinaryContext& ctx, net::Buffer& from, uint64_t n,
+                       net::Buffer& out);
   void flush();
   bool throttled() const;
   void updateReading();

@@ -4,9 +4,10 @@
 // each reply translated back to a binary response when it is written, in request order.
 //
 // A packet's value is moved from the client's input into the meta request's data block (chunks
-// of 8 KiB or more without copying), so a binary set costs what a text one does. Replies are
-// never streamed: a response's header carries its body length, known once the reply is whole;
-// they are held under the same budget as a multi-get's.
+// of 8 KiB or more without copying), so a binary set costs what a text one does. A reply is one
+// meta unit, whole when it arrives: at the FIFO head it streams as a text reply does (translated
+// in streamReply, so a client that reads slowly pauses its backend connection instead of having
+// its replies refused); behind the head it is held and translated when written.
 #include "proxy/common/log.h"
 #include "proxy/protocol/binary_packet.h"
 #include "proxy/session/client_session.h"
@@ -124,6 +125,9 @@ void ClientSession::writeReply(PendingRequest& r, net::Buffer& out) {
     reply.moveAllTo(out);
     return;
   }
+  if (r.streaming && reply.empty()) {
+    return;  // its response went out as its reply arrived (streamReply)
+  }
   if (r.binary.opcode == static_cast<uint8_t>(BinaryOpcode::Stat)) {
     std::string packets;
     protocol::translateStatsReply(r.binary, reply.contiguous(reply.size()), packets);
@@ -131,18 +135,26 @@ void ClientSession::writeReply(PendingRequest& r, net::Buffer& out) {
     out.append(packets);
     return;
   }
-  const size_t nl = reply.findNewline(0, reply.size());
-  const size_t line_end = nl == net::Buffer::npos ? reply.size() : nl + 1;
+  writeBinaryUnit(r.binary, reply, reply.size(), out);
+}
+
+void ClientSession::writeBinaryUnit(const protocol::BinaryContext& ctx, net::Buffer& from,
+                                    uint64_t n, net::Buffer& out) {
+  const size_t nl = from.findNewline(0, n);
+  const size_t line_end = nl == net::Buffer::npos ? n : nl + 1;
   // The line and, for incr/decr, the short data block after it.
-  const std::string_view head = reply.contiguous(std::min(reply.size(), line_end + 64));
-  protocol::translateBackendReply(r.binary, head.substr(0, line_end), head.substr(line_end),
+  const std::string_view head = from.contiguous(std::min<size_t>(n, line_end + 64));
+  protocol::translateBackendReply(ctx, head.substr(0, line_end), head.substr(line_end),
                                   binary_response_);
   out.append(binary_response_.head);
-  reply.drain(line_end);
+  from.drain(line_end);
+  uint64_t left = n - line_end;
   if (binary_response_.value_follows) {
-    reply.moveTo(out, std::min<uint64_t>(binary_response_.value_length, reply.size()));
+    const uint64_t value = std::min(binary_response_.value_length, left);
+    from.moveTo(out, value);
+    left -= value;
   }
-  reply.drain(reply.size());
+  from.drain(left);
 }
 
 }  // namespace mcring::core

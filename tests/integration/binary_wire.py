@@ -39,14 +39,15 @@ def parse(buf):
     """Whole response packets at the front of buf: ([(opcode, status, opaque, cas, extras, key,
     value)], rest)."""
     out = []
-    while len(buf) >= 24:
-        magic, op, kl, el, _dt, status, bl, opaque, cas = HEADER.unpack_from(buf)
-        if len(buf) < 24 + bl:
+    at = 0
+    while len(buf) - at >= 24:
+        magic, op, kl, el, _dt, status, bl, opaque, cas = HEADER.unpack_from(buf, at)
+        if len(buf) - at < 24 + bl:
             break
-        body = buf[24:24 + bl]
+        body = bytes(buf[at + 24:at + 24 + bl])
         out.append((op, status, opaque, cas, body[:el], body[el:el + kl], body[el + kl:]))
-        buf = buf[24 + bl:]
-    return out, buf
+        at += 24 + bl
+    return out, buf[at:]
 
 
 class BinaryConn:
@@ -55,9 +56,9 @@ class BinaryConn:
     def __init__(self, port, timeout=10.0):
         self.sock = socket.create_connection((HOST, port), timeout=timeout)
         self.timeout = timeout
-        self.buf = b""
+        self.buf = bytearray()
         self.parsed = []  # responses read past what was asked for
-        self.raw = b""  # every byte received, for byte-for-byte comparisons
+        self.raw = bytearray()  # every byte received, for byte-for-byte comparisons
 
     def close(self):
         self.sock.close()
@@ -84,7 +85,9 @@ class BinaryConn:
 
     def _next(self, deadline):
         while not self.parsed:
-            got, self.buf = parse(self.buf)
+            got, rest = parse(self.buf)
+            if got:
+                self.buf = bytearray(rest)
             self.parsed += got
             if not self.parsed:
                 self._fill(deadline)

@@ -122,6 +122,15 @@ class BinaryProtocolTest(IntegrationCase):
         r = c.call(SET, b"big", b"x" * (2 * 1024 * 1024), store_extras(), opaque=3)
         self.assertEqual(r[:3], (SET, 3, 3))
         self.assertEqual(r[6], b"Too large.")
+        # More replies than the client's 16 MiB budget, pipelined: the head streams (its backend
+        # connection waits for the client) rather than the rest being refused memory.
+        mb = b"z" * (1000 * 1000)
+        c.call(SET, b"mb", mb, store_extras())
+        c.send(b"".join(packet(GETKQ, b"mb", opaque=100 + i) for i in range(24)) +
+               packet(NOOP, opaque=999))
+        got = c.until(999)
+        self.assertEqual([(r[1], r[2], r[6] == mb) for r in got[:-1]],
+                         [(0, 100 + i, True) for i in range(24)])
         # As memcached: the failed set took the old value away.
         self.assertEqual(c.call(GET, b"big")[1], 1)
         self.assertEqual(c.call(NOOP, opaque=8)[:3], (NOOP, 0, 8))
