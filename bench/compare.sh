@@ -74,6 +74,8 @@
 #                 later.
 #   cs-gets       memcslap --test=get --concurrency=50 --execute-number=N --tcp-nodelay: ops/s =
 #                 50 N / the time memcslap reports for its gets (its load of N keys excluded)
+#   bin-mix, bin-gets  cs-mix and cs-gets with memcslap --binary: the binary protocol (not run
+#                 against nutcracker, which does not serve it), to set beside the text figures
 # Workloads of memcaslap (memaslap, same package; not in the default list, add them with
 # --workloads: its keys start with 8 raw bytes of 0x10-0x1f, which memcached, nutcracker and
 # mcring all take as key bytes):
@@ -162,8 +164,8 @@ CS_SET_NUMBER=$(( (CS_GET_CONNS * CS_NUMBER * SET_W / GET_W - CS_NUMBER) / CS_SE
 IFS=, read -r -a WL <<<"$WORKLOADS"
 for w in "${WL[@]}"; do
   case "$w" in
-    1 | 2 | 3 | 4 | 5 | 6 | mix | cs-mix | cs-gets | ms-mix | ms-mget | ms-gets) ;;
-    *) echo "compare.sh: unknown workload '$w' (1..6, mix, cs-mix, cs-gets, ms-mix, ms-mget, ms-gets)" >&2; exit 2 ;;
+    1 | 2 | 3 | 4 | 5 | 6 | mix | cs-mix | cs-gets | bin-mix | bin-gets | ms-mix | ms-mget | ms-gets) ;;
+    *) echo "compare.sh: unknown workload '$w' (1..6, mix, cs-mix, cs-gets, bin-mix, bin-gets, ms-mix, ms-mget, ms-gets)" >&2; exit 2 ;;
   esac
 done
 has_workload() { local w; for w in "${WL[@]}"; do [ "$w" = "$1" ] && return 0; done; return 1; }
@@ -486,26 +488,28 @@ run_one() {  # run_one ROUND WORKLOAD TARGET
   b0=$(backend_ticks)
   # The generator runs in a subshell that waits for it, so that the subshell's cutime + cstime
   # (fields 16 and 17 of /proc/PID/stat) is the generator's CPU once it has exited.
+  local bin=()
+  [[ "$w" == bin-* ]] && bin=(--binary)
   gen_ticks=$(
     case "$w" in
-      cs-mix)
+      cs-mix | bin-mix)
         t0=$(date +%s%N)
         timeout -k 5 $((4 * DURATION + 60)) "${GENERATOR_PREFIX[@]}" "$MEMCSLAP" --servers="127.0.0.1:$port" \
-          --test=get --concurrency=$CS_GET_CONNS --execute-number="$CS_NUMBER" --tcp-nodelay \
+          --test=get --concurrency=$CS_GET_CONNS --execute-number="$CS_NUMBER" --tcp-nodelay "${bin[@]}" \
           >"$out.get" 2>"$out.get.err" &
         g=$!
         s=""
         if [ "$SET_W" -gt 0 ]; then
           timeout -k 5 $((4 * DURATION + 60)) "${GENERATOR_PREFIX[@]}" "$MEMCSLAP" --servers="127.0.0.1:$port" \
-            --test=set --concurrency=$CS_SET_CONNS --execute-number="$CS_SET_NUMBER" --tcp-nodelay \
+            --test=set --concurrency=$CS_SET_CONNS --execute-number="$CS_SET_NUMBER" --tcp-nodelay "${bin[@]}" \
             >"$out.set" 2>"$out.set.err" &
           s=$!
         fi
         wait $g $s || true
         echo "wall_ns $(($(date +%s%N) - t0)) get_conns $CS_GET_CONNS number $CS_NUMBER set_conns $CS_SET_CONNS set_number $CS_SET_NUMBER set_weight $SET_W" >"$out" ;;
-      cs-gets)
+      cs-gets | bin-gets)
         timeout -k 5 $((4 * DURATION + 60)) "${GENERATOR_PREFIX[@]}" "$MEMCSLAP" --servers="127.0.0.1:$port" \
-          --test=get --concurrency=50 --execute-number="$CS_NUMBER" --tcp-nodelay >"$out.get" 2>"$out.get.err" || true
+          --test=get --concurrency=50 --execute-number="$CS_NUMBER" --tcp-nodelay "${bin[@]}" >"$out.get" 2>"$out.get.err" || true
         echo "get_conns 50 number $CS_NUMBER" >"$out" ;;
       ms-*)
         # shellcheck disable=SC2046
@@ -540,6 +544,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
     order=()
     for ((i = 0; i < NT; i++)); do order+=("${TARGETS[$(((i + round - 1) % NT))]}"); done
     for target in "${order[@]}"; do
+      [[ "$w" == bin-* && "$target" == nutcracker ]] && continue  # it refuses the binary protocol
       echo "round $round/$ROUNDS workload $w: $target" >&2
       run_one "$round" "$w" "$target"
     done
@@ -560,6 +565,8 @@ names = {"mix": f"mix: 50 conns, set:get {ratio} (mcring-bench)",
          "5": "5 large (50 conns, 16 KiB, 90/10)", "6": "6 many clients (2000 idle + 50)",
          "cs-mix": f"cs-mix: 48 get + 2 set conns, {ratio} by count (memcslap)",
          "cs-gets": "cs-gets: 50 conns, gets (memcslap)",
+         "bin-mix": f"bin-mix: cs-mix in the binary protocol (memcslap --binary)",
+         "bin-gets": "bin-gets: cs-gets in the binary protocol (memcslap --binary)",
          "ms-mix": f"ms-mix: 50 conns, set:get {ratio} (memcaslap)",
          "ms-mget": f"ms-mget: 50 conns, {ratio}, 10-key gets (memcaslap)",
          "ms-gets": "ms-gets: 50 conns, gets (memcaslap)"}
@@ -636,7 +643,7 @@ def parse_memcslap(path, workload):
     asked = gc * n
     errors = (n - loaded) + err_count(path + ".get.err")
     sets_done, sets_asked = loaded, n
-    if workload == "cs-mix" and meta.get("set_weight", 0) > 0:
+    if workload in ("cs-mix", "bin-mix") and meta.get("set_weight", 0) > 0:
         stext = open(path + ".set", errors="replace").read()
         sm = re.search(r"Time to set\s+(\d+) keys by\s+(\d+) threads:\s+([\d.]+) seconds", stext)
         if not sm:
@@ -645,7 +652,7 @@ def parse_memcslap(path, workload):
         sets_asked += meta["set_conns"] * meta["set_number"]
         errors += meta["set_conns"] * meta["set_number"] - int(sm.group(1)) + err_count(path + ".set.err")
     requests = asked + sets_asked
-    if workload == "cs-mix":
+    if workload in ("cs-mix", "bin-mix"):
         ops = requests / (meta["wall_ns"] / 1e9)
     else:
         ops = asked / get_s if get_s > 0 else 0
@@ -656,7 +663,7 @@ rows = {}
 for r in csv.DictReader(open(runs_file), delimiter="\t"):
     j = None
     try:
-        if r["workload"].startswith("cs-"):
+        if r["workload"].startswith(("cs-", "bin-")):
             j = parse_memcslap(r["out"], r["workload"])
         elif r["workload"].startswith("ms-"):
             j = parse_memcaslap(r["out"])
@@ -683,8 +690,8 @@ for (w, t), lst in rows.items():
                   if t != "direct" else None)
     # % of one core over the run; a cs-* run lasts as long as its count takes, so per request.
     s["gen_pct"] = med([int(r["gen_ticks"]) / tck / (j["replies"] / j["ops_per_sec"]) * 100
-                        if w == "cs-mix" else int(r["gen_ticks"]) / tck / duration * 100
-                        for r, j in ok if j["ops_per_sec"]]) if not w == "cs-gets" else None
+                        if w in ("cs-mix", "bin-mix") else int(r["gen_ticks"]) / tck / duration * 100
+                        for r, j in ok if j["ops_per_sec"]]) if w not in ("cs-gets", "bin-gets") else None
     s["hit"] = med([j.get("hit_ratio") for r, j in ok])
     s["errors"] = sum(j["errors"]["total"] for r, j in ok) + (len(lst) - len(ok))
     if w == "6":
@@ -701,7 +708,8 @@ def f(x, nd=1):
         return f"{x:,.0f}"
     return f"{x:.{nd}f}"
 
-order = ["mix", "cs-mix", "ms-mix", "4", "ms-mget", "3", "2", "cs-gets", "ms-gets", "1", "5", "6"]
+order = ["mix", "cs-mix", "bin-mix", "ms-mix", "4", "ms-mget", "3", "2", "cs-gets", "bin-gets", "ms-gets",
+         "1", "5", "6"]
 workloads = [w for w in order if any(k[0] == w for k in summary)]
 targets = [t for t in ["direct", "nutcracker", "mcring", "mcring2"] if any(k[1] == t for k in summary)]
 print("| workload | target | ops/s | p50 µs | p99 µs | p99.9 µs | avg µs | server CPU µs / req | backends CPU µs / req | generator CPU % core | RSS MiB | hit ratio | errors |")

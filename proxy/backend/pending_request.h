@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proxy/net/buffer.h"
+#include "proxy/protocol/binary_translation.h"
 #include "proxy/protocol/command.h"
 #include "proxy/protocol/reply.h"
 
@@ -137,6 +138,10 @@ struct PendingRequest {
   std::vector<WarmState> key_warm;  // per key
   std::string meta_flags;           // mg: the client's flags, to answer in its format
 
+  // A binary client's request (binary.active): its reply, meta or text, is translated to the
+  // binary response when written (ClientSession::writeReply); never streamed.
+  protocol::BinaryContext binary;
+
   void reset() {
     session = nullptr;
     refs = 0;
@@ -164,6 +169,7 @@ struct PendingRequest {
     exptime = protocol::Span();
     key_warm.clear();
     meta_flags.clear();
+    binary.active = false;
     for (uint32_t i = 0; i < fragment_count; ++i) {
       Fragment& f = fragments[i];
       f.key_indices.clear();

@@ -45,8 +45,7 @@ struct Span {
   X(MetaBadDelta, "CLIENT_ERROR invalid numeric delta value")                            \
   X(MetaOpaqueTooLong, "CLIENT_ERROR opaque token too long")                             \
   X(MetaSetInvalidMode, "CLIENT_ERROR invalid mode for ms M token")                      \
-  X(GatWithoutKeys, "END")                                                               \
-  X(BinaryProtocol, "")
+  X(GatWithoutKeys, "END")
 
 enum class RequestError : uint8_t {
 #define MCRING_X(id, text) id,

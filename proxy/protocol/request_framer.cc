@@ -5,11 +5,6 @@
 
 namespace mcring::protocol {
 
-namespace {
-// The first byte of every binary-protocol request (memcached's PROTOCOL_BINARY_REQ).
-constexpr uint8_t kBinaryRequestMagic = 0x80;
-}  // namespace
-
 RequestFrame RequestFramer::next(ByteSource& in, Request& req) {
   const size_t avail = in.size();
   if (discard_ > 0) {
@@ -19,16 +14,6 @@ RequestFrame RequestFramer::next(ByteSource& in, Request& req) {
   }
   if (avail == 0) {
     return {};
-  }
-  if (!started_) {
-    started_ = true;
-    if (static_cast<uint8_t>(in.byteAt(0)) == kBinaryRequestMagic) {
-      req = Request{};
-      req.error = RequestError::BinaryProtocol;
-      req.noreply = true;  // a text error line means nothing to a binary client: close at once
-      req.close = true;
-      return {RequestFrameKind::Rejected, 0, {}};
-    }
   }
   const ParserLimits& limits = parser_->limits();
   const size_t long_limit = std::max(limits.max_line, limits.max_retrieval_line);

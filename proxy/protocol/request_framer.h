@@ -26,9 +26,6 @@ enum class RequestFrameKind : uint8_t {
   // A rejected request: reply with requestErrorText(req.error) unless req.noreply; drop `length`
   // bytes now (more bytes of it follow as Discard frames). If req.close, framing is lost:
   // `length` is 0, nothing more is to be read, and the client is closed after the reply.
-  // A connection whose first byte is 0x80 speaks the binary protocol (memcached decides so on
-  // that byte too): it is Rejected with BinaryProtocol, noreply and close, so its packets are
-  // never read as text lines (a binary value holding "\r\ndelete k\r\n" must not run).
   Rejected,
   // `length` bytes at the front are the rest of a rejected data block: drop them.
   Discard,
@@ -55,7 +52,6 @@ class RequestFramer {
 
  private:
   const RequestParser* parser_;
-  bool started_ = false;  // the connection's first byte has been seen
   size_t scanned_ = 0;    // bytes at the front already searched for "\n" without success
   uint64_t discard_ = 0;  // rejected data block bytes not yet arrived
 };

@@ -22,6 +22,7 @@ ClientSession::ClientSession(SessionContext& worker, PoolRuntime& pool, uint64_t
       id_(id),
       open_count_(std::move(open_count)),
       framer_(pool.parser),
+      binary_framer_(pool.parser),
       dispatcher_(worker, worker.statsViews(), worker.metadumps()) {}
 
 ClientSession::~ClientSession() {
@@ -79,7 +80,22 @@ void ClientSession::processInput() {
   }
   in_process_ = true;
   net::Buffer& in = tcp_->input();
+  if (wire_ == Wire::Unknown && in.size() > 0) {
+    // A pool that requires authentication speaks text only, as memcached -Y does (a binary
+    // request there is answered CLIENT_ERROR unauthenticated, by the text path below): binary
+    // clients have no way to authenticate (no SASL), so they must not get past it.
+    wire_ = static_cast<uint8_t>(in.byteAt(0)) == protocol::kBinaryRequestMagic &&
+                    !mustAuthenticate()
+                ? Wire::Binary
+                : Wire::Text;
+  }
   while (!closed_ && !closing_ && !draining_ && !throttled()) {
+    if (wire_ == Wire::Binary) {
+      if (!processBinaryPacket(in)) {
+        break;
+      }
+      continue;
+    }
     const protocol::RequestFrame frame = framer_.next(in, req_);
     if (frame.kind == protocol::RequestFrameKind::NeedMore) {
       wantInput(frame.length);
@@ -228,6 +244,9 @@ PendingRequest* ClientSession::newRequest(protocol::Command command) {
   r->refs = 1;
   r->fragments_left = 1;
   r->command = command;
+  if (binary_pending_.active) {
+    r->binary = binary_pending_;
+  }
   fifo_.push_back(r);
   ++requests_;
   return r;
@@ -302,6 +321,11 @@ void ClientSession::onRequestComplete(PendingRequest* r) {
 }
 
 bool ClientSession::streamable(const PendingRequest& r) const {
+  if (r.binary.active &&
+      (r.binary.opcode == static_cast<uint8_t>(protocol::BinaryOpcode::Stat) ||
+       r.shape != Shape::Direct)) {
+    return false;  // translated as a whole when written
+  }
   switch (r.shape) {
     case Shape::Direct:
       return !r.warm && !r.rewrites;
@@ -324,8 +348,9 @@ bool ClientSession::tryStream(PendingRequest& r) {
   }
   releaseHeld(r);
   if (!r.reply.empty()) {
-    stats::bump(worker_.counters().bytes_written, r.reply.size());
-    r.reply.moveAllTo(tcp_->output());
+    const size_t before = tcp_->output().size();
+    writeReply(r, tcp_->output());
+    stats::bump(worker_.counters().bytes_written, tcp_->output().size() - before);
   }
   r.streaming = true;
   syncOutput();
@@ -333,8 +358,16 @@ bool ClientSession::tryStream(PendingRequest& r) {
 }
 
 void ClientSession::streamReply(net::Buffer& from, uint64_t n) {
-  stats::bump(worker_.counters().bytes_written, n);
-  from.moveTo(tcp_->output(), n);
+  // Only the FIFO's head streams; a binary client's reply unit is whole, translated on its way.
+  net::Buffer& out = tcp_->output();
+  if (!fifo_.empty() && fifo_.front()->binary.active) {
+    const size_t before = out.size();
+    writeBinaryUnit(fifo_.front()->binary, from, n, out);
+    stats::bump(worker_.counters().bytes_written, out.size() - before);
+  } else {
+    stats::bump(worker_.counters().bytes_written, n);
+    from.moveTo(out, n);
+  }
   syncOutput();
 }
 
@@ -410,9 +443,9 @@ void ClientSession::flush() {
     PendingRequest* r = fifo_.front();
     fifo_.pop_front();
     releaseHeld(*r);
-    size_t n = r->reply.size();
-    stats::bump(worker_.counters().bytes_written, n);
-    r->reply.moveAllTo(out);
+    const size_t before = out.size();
+    writeReply(*r, out);
+    stats::bump(worker_.counters().bytes_written, out.size() - before);
     close_now = r->close_after;
     r->session = nullptr;
     worker_.requests().release(r);
@@ -532,7 +565,8 @@ bool ClientSession::closeIfRequestStalled(uint64_t now_ms) {
   // always the front of one unfinished request.
   const bool partial = timeout_ms != 0 && !closed_ && !draining_ && !closing_ && !read_eof_ &&
                        reading_ && !waiting_input_ &&
-                       (tcp_->input().size() != 0 || framer_.discardPending() != 0);
+                       (tcp_->input().size() != 0 || framer_.discardPending() != 0 ||
+                        binary_framer_.discardPending() != 0);
   if (!partial) {
     partial_since_ms_ = 0;
     return false;

@@ -23,6 +23,8 @@
 #include "proxy/dispatch/dispatcher.h"
 #include "proxy/dispatch/request_source.h"
 #include "proxy/net/tcp_connection.h"
+#include "proxy/protocol/binary_framer.h"
+#include "proxy/protocol/binary_translation.h"
 #include "proxy/protocol/request.h"
 #include "proxy/protocol/request_framer.h"
 #include "proxy/session/session_context.h"
@@ -45,7 +47,10 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   // --- RequestSource: what dispatch uses ---
   PendingRequest* newRequest(protocol::Command command) override;
   void completeWith(PendingRequest* r, std::string_view reply) override;
-  net::Buffer& input() override { return tcp_->input(); }
+  // While a binary request is dispatched, its meta translation (binary side).
+  net::Buffer& input() override {
+    return dispatch_input_ != nullptr ? *dispatch_input_ : tcp_->input();
+  }
   void stopReading() override { closing_ = true; }
   // Shutdown or pool removal: stop reading, finish what is in flight, then close.
   void beginDrain();
@@ -119,6 +124,16 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   bool mustAuthenticate() const {
     return !authenticated_ && pool_->topology->client_credentials != nullptr;
   }
+  // The binary protocol (client_session_binary.cc): a connection whose first byte is 0x80.
+  // Frames one packet; false when it needs more input.
+  bool processBinaryPacket(net::Buffer& in);
+  void dispatchBinary(net::Buffer& in, uint64_t length);
+  void rejectBinary();
+  // Moves r's reply to `out`, translated to a binary response for a binary client's request.
+  void writeReply(PendingRequest& r, net::Buffer& out);
+  // The n bytes at the front of `from`, one whole reply unit, as the binary response to `ctx`.
+  void writeBinaryUnit(const protocol::BinaryContext& ctx, net::Buffer& from, uint64_t n,
+                       net::Buffer& out);
   void flush();
   bool throttled() const;
   void updateReading();
@@ -134,6 +149,18 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   std::deque<PendingRequest*> fifo_;
   protocol::Request req_;
   protocol::RequestFramer framer_;
+  // Decided on the connection's first byte, as memcached does.
+  enum class Wire : uint8_t { Unknown, Text, Binary };
+  Wire wire_ = Wire::Unknown;
+  protocol::BinaryFramer binary_framer_;
+  protocol::BinaryRequest binary_req_;
+  protocol::BinaryTranslation binary_translation_;
+  protocol::BinaryResponse binary_response_;
+  // The request being dispatched came from a binary packet: newRequest gives it this context.
+  protocol::BinaryContext binary_pending_;
+  net::Buffer meta_input_;        // a binary request's meta translation, while dispatched
+  protocol::Request meta_req_;
+  net::Buffer* dispatch_input_ = nullptr;
   Dispatcher dispatcher_;
   uint64_t held_ = 0;             // reply bytes held in this session's requests (budget)
   uint64_t output_charged_ = 0;   // output bytes charged to the pool's budget at the last sync

@@ -1,104 +1,199 @@
-"""Binary-protocol clients against mcring, which speaks only the text protocol.
+"""Binary-protocol clients through mcring, with real memcached servers behind it.
 
-memcached decides a connection's protocol on its first byte (0x80: binary). mcring read a
-binary client's packets as text lines: a binary `set` whose value held
-`payload\\r\\ndelete victim\\r\\nset injected 0 0 3\\r\\nyes\\r\\n` deleted `victim` and created
-`injected` (memcached stores the value as data), and other binary requests got no answer, so the
-client hung until its own timeout. Now such a connection is closed at its first byte, before any
-of it is read as text.
+memcached decides a connection's protocol on its first byte (0x80: binary); so does mcring, and
+serves the binary protocol on that connection, each packet translated to a meta command over the
+same backend connections text clients use. Before, mcring read a binary client's packets as text
+lines: a binary `set` whose value held `payload\\r\\ndelete victim\\r\\nset injected 0 0 3\\r\\n
+yes\\r\\n` deleted `victim` and created `injected`; memcached stores the value as data, and now
+mcring does too. Run with MCRING_TARGET=direct, the same assertions hold against memcached.
 """
 
-import socket
 import struct
-import time
 import unittest
 
-from harness import (HOST, IntegrationCase, Memcached, Mcring, make_tmpdir, remove_tmpdir,
-                     requires_proxy, server_line)
+from binary_wire import (ADD, APPEND, DECR, DELETE, DELETEQ, FLUSH, FLUSHQ, GAT, GATK, GET,
+                         GETK, GETKQ, GETQ, INCR, NOOP, PREPEND, QUIT, REPLACE, SASL_LIST, SET, SETQ, STAT,
+                         TOUCH, VERSION, BinaryConn, arith_extras, packet, store_extras,
+                         touch_extras)
+from harness import IntegrationCase, requires_proxy, spread_keys
 
 INJECTION = b"payload\r\ndelete victim\r\nset injected 0 0 3\r\nyes\r\n"
 
 
-def binary_packet(opcode, key=b"", value=b"", extras=b""):
-    """A binary-protocol request: magic 0x80, opcode, key length, extras length, data type 0,
-    vbucket 0, total body length, opaque, cas 0, then extras, key, value."""
-    body = len(extras) + len(key) + len(value)
-    header = struct.pack(">BBHBBHIIQ", 0x80, opcode, len(key), len(extras), 0, 0, body,
-                         0x1234, 0)
-    return header + extras + key + value
-
-
-def text_request(port, data, end=b"END\r\n"):
-    with socket.create_connection((HOST, port), timeout=5) as s:
-        s.sendall(data)
-        buf = b""
-        while not buf.endswith(end):
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
-        return buf
-
-
-@requires_proxy
 class BinaryProtocolTest(IntegrationCase):
     def setUp(self):
         super().setUp()
-        self.tmp = make_tmpdir()
-        self.addCleanup(remove_tmpdir, self.tmp)
-        self.mc = Memcached(memory_mb=64)
-        self.addCleanup(self.mc.stop)
-        self.proxy = Mcring([server_line(self.mc.addr)], self.tmp)
-        self.addCleanup(self.proxy.stop)
-        self.dump_log_on_failure(self.proxy)
-        self.port = self.proxy.port
-        self.assertEqual(text_request(self.port, b"set victim 0 0 2\r\nok\r\n", b"\r\n"),
-                         b"STORED\r\n")
+        self.cl = self.cluster(n_backends=3, extra={"allow_flush_all": "true"})
+        self.port = self.cl.port
 
-    def assert_closed_fast(self, packet):
-        """mcring closes the connection within 100 ms of the packet, answering nothing."""
-        with socket.create_connection((HOST, self.port), timeout=5) as s:
-            t0 = time.monotonic()
-            s.sendall(packet)
-            s.settimeout(2.0)
-            try:
-                data = s.recv(4096)
-            except ConnectionResetError:
-                data = b""
-            waited = time.monotonic() - t0
-        self.assertEqual(data, b"", "a binary request was answered as text")
-        self.assertLess(waited, 0.1, "the binary client waited this long for its close")
+    def bconn(self):
+        c = BinaryConn(self.port)
+        self.addCleanup(c.close)
+        return c
 
-    def test_binary_value_holding_text_commands_runs_nothing(self):
-        extras = struct.pack(">II", 0, 0)  # flags, exptime
-        self.assert_closed_fast(binary_packet(0x01, b"k", INJECTION, extras))  # SET
-        self.assertEqual(text_request(self.port, b"get victim injected\r\n"),
-                         b"VALUE victim 0 2\r\nok\r\nEND\r\n")
-        direct = text_request(self.mc.port, b"get victim injected\r\n")
-        self.assertEqual(direct, b"VALUE victim 0 2\r\nok\r\nEND\r\n", "the backend was changed")
+    def test_binary_value_holding_text_commands_is_stored_as_data(self):
+        with self.conn(self.cl) as t:
+            self.assertEqual(t.request(b"set victim 0 0 2\r\nok\r\n"), b"STORED\r\n")
+        c = self.bconn()
+        op, status, opaque, cas, _, _, _ = c.call(SET, b"k", INJECTION, store_extras(), opaque=7)
+        self.assertEqual((op, status, opaque), (SET, 0, 7))
+        self.assertNotEqual(cas, 0)
+        self.assertEqual(c.call(GET, b"k")[6], INJECTION)
+        with self.conn(self.cl) as t:
+            self.assertEqual(t.request(b"get victim injected\r\n"),
+                             b"VALUE victim 0 2\r\nok\r\nEND\r\n")
 
-    def test_binary_get_is_closed_at_once(self):
-        self.assert_closed_fast(binary_packet(0x00, b"victim"))  # GET
+    def test_each_opcode_round_trip(self):
+        c = self.bconn()
+        r = c.call(SET, b"a", b"one", store_extras(flags=9), opaque=1)
+        self.assertEqual(r[:3], (SET, 0, 1))
+        cas = r[3]
+        self.assertEqual(c.call(GET, b"a", opaque=2), (GET, 0, 2, cas, struct.pack(">I", 9), b"", b"one"))
+        self.assertEqual(c.call(GETK, b"a")[5:], (b"a", b"one"))
+        self.assertEqual(c.call(GET, b"missing")[1:], (1, 0, 0, b"", b"", b"Not found"))
+        self.assertEqual(c.call(GETK, b"missing")[1], 1)
+        self.assertEqual(c.call(GETK, b"missing")[5], b"missing")
+        self.assertEqual(c.call(ADD, b"a", b"x", store_extras())[1], 2)
+        self.assertEqual(c.call(REPLACE, b"nope", b"x", store_extras())[1], 1)
+        self.assertEqual(c.call(APPEND, b"a", b"+")[1], 0)
+        self.assertEqual(c.call(PREPEND, b"a", b"-")[1], 0)
+        self.assertEqual(c.call(GET, b"a")[6], b"-one+")
+        # cas: a stale one conflicts, the current one wins.
+        stale = cas
+        now = c.call(GET, b"a")[3]
+        self.assertEqual(c.call(SET, b"a", b"x", store_extras(), cas=stale)[1], 2)
+        self.assertEqual(c.call(SET, b"a", b"two", store_extras(), cas=now)[1], 0)
+        self.assertEqual(c.call(DELETE, b"a", cas=now)[1], 2)
+        self.assertEqual(c.call(DELETE, b"a")[1], 0)
+        self.assertEqual(c.call(DELETE, b"a")[1], 1)
+        # incr/decr with an initial value, and without auto-creation.
+        self.assertEqual(c.call(INCR, b"n", extras=arith_extras(5, 0, 0xffffffff))[1], 1)
+        self.assertEqual(c.call(INCR, b"n", extras=arith_extras(5, 40))[6], struct.pack(">Q", 40))
+        self.assertEqual(c.call(INCR, b"n", extras=arith_extras(5, 40))[6], struct.pack(">Q", 45))
+        self.assertEqual(c.call(DECR, b"n", extras=arith_extras(100))[6], struct.pack(">Q", 0))
+        c.call(SET, b"s", b"abc", store_extras())
+        self.assertEqual(c.call(INCR, b"s", extras=arith_extras(1))[1], 6)
+        # touch and gat
+        self.assertEqual(c.call(TOUCH, b"s", extras=touch_extras(100))[1:2], (0,))
+        self.assertEqual(c.call(GAT, b"s", extras=touch_extras(100))[6], b"abc")
+        self.assertEqual(c.call(GATK, b"s", extras=touch_extras(100))[5:], (b"s", b"abc"))
+        self.assertEqual(c.call(TOUCH, b"nope", extras=touch_extras(1))[1], 1)
+        # version, noop, stat, SASL (memcached built without SASL: unknown command)
+        self.assertRegex(c.call(VERSION)[6], rb"^\d+\.\d+\.\d+")
+        self.assertEqual(c.call(NOOP, opaque=77)[:3], (NOOP, 0, 77))
+        self.assertEqual(c.call(SASL_LIST)[1], 0x81)
+        c.send(packet(STAT, opaque=5))
+        got = []
+        for _ in range(10000):
+            r = c.read(1)[0]
+            if not r[5]:
+                break
+            got.append(r[5])
+        self.assertIn(b"pid", got)
+        self.assertIn(b"curr_items", got)
+        self.assertEqual(c.call(FLUSH)[1], 0)
+        self.assertEqual(c.call(GET, b"s")[1], 1)
 
-    def test_pylibmc_binary_client_gets_an_error_not_a_hang(self):
-        try:
-            import pylibmc
-        except ImportError:
-            self.skipTest("python3-pylibmc is not installed")
-        client = pylibmc.Client(["%s:%d" % (HOST, self.port)], binary=True,
-                                behaviors={"connect_timeout": 2000, "receive_timeout": 2000000,
-                                           "send_timeout": 2000000, "retry_timeout": 0})
-        t0 = time.monotonic()
-        with self.assertRaises(pylibmc.Error):
-            client.set("k", INJECTION.decode())
-        self.assertLess(time.monotonic() - t0, 1.0, "pylibmc waited for its timeout")
-        self.assertEqual(text_request(self.port, b"get victim injected\r\n"),
-                         b"VALUE victim 0 2\r\nok\r\nEND\r\n")
+    def test_quiet_multiget_over_several_servers_comes_back_in_order(self):
+        keys = spread_keys("bk", 30)
+        c = self.bconn()
+        c.send(b"".join(packet(SETQ, k, b"v-" + k, store_extras(i), opaque=i)
+                        for i, k in enumerate(keys) if i % 3 != 0) + packet(NOOP, opaque=999))
+        self.assertEqual(c.until(999), [(NOOP, 0, 999, 0, b"", b"", b"")])  # setq is silent
+        if not self.cl.direct:
+            owners = self.cl.owner_map([k for i, k in enumerate(keys) if i % 3 != 0])
+            self.assertGreater(len({o[0] for o in owners.values()}), 1, "keys on one server")
+        c.send(b"".join(packet(GETKQ, k, opaque=i) for i, k in enumerate(keys)) +
+               packet(GETQ, b"bk-none", opaque=500) + packet(NOOP, opaque=1000))
+        got = c.until(1000)
+        expect = [(GETKQ, 0, i, k, b"v-" + k)
+                  for i, k in enumerate(keys) if i % 3 != 0]
+        self.assertEqual([(r[0], r[1], r[2], r[5], r[6]) for r in got[:-1]], expect)
+        self.assertEqual(got[-1][:3], (NOOP, 0, 1000))
+        # Quiet writes hide success, not errors.
+        c.send(packet(DELETEQ, b"bk-none", opaque=3) + packet(NOOP, opaque=4))
+        self.assertEqual([r[:3] for r in c.until(4)], [(DELETEQ, 1, 3), (NOOP, 0, 4)])
 
-    def test_text_client_after_a_binary_one_is_served(self):
-        self.assert_closed_fast(binary_packet(0x00, b"victim"))
-        self.assertEqual(text_request(self.port, b"get victim\r\n"),
-                         b"VALUE victim 0 2\r\nok\r\nEND\r\n")
+    def test_large_values_and_too_large(self):
+        c = self.bconn()
+        big = bytes(range(256)) * 2000  # 512,000 bytes
+        self.assertEqual(c.call(SET, b"big", big, store_extras())[1], 0)
+        self.assertEqual(c.call(GET, b"big")[6], big)
+        r = c.call(SET, b"big", b"x" * (2 * 1024 * 1024), store_extras(), opaque=3)
+        self.assertEqual(r[:3], (SET, 3, 3))
+        self.assertEqual(r[6], b"Too large.")
+        # More replies than the client's 16 MiB budget, pipelined: the head streams (its backend
+        # connection waits for the client) rather than the rest being refused memory.
+        mb = b"z" * (1000 * 1000)
+        c.call(SET, b"mb", mb, store_extras())
+        c.send(b"".join(packet(GETKQ, b"mb", opaque=100 + i) for i in range(24)) +
+               packet(NOOP, opaque=999))
+        got = c.until(999)
+        self.assertEqual([(r[1], r[2], r[6] == mb) for r in got[:-1]],
+                         [(0, 100 + i, True) for i in range(24)])
+        # As memcached: the failed set took the old value away.
+        self.assertEqual(c.call(GET, b"big")[1], 1)
+        self.assertEqual(c.call(NOOP, opaque=8)[:3], (NOOP, 0, 8))
+
+    def test_text_and_binary_clients_share_items(self):
+        c = self.bconn()
+        c.call(SET, b"shared", b"bin", store_extras(flags=42))
+        with self.conn(self.cl) as t:
+            self.assertEqual(t.request(b"get shared\r\n"), b"VALUE shared 42 3\r\nbin\r\nEND\r\n")
+            self.assertEqual(t.request(b"set shared 5 0 4\r\ntext\r\n"), b"STORED\r\n")
+        self.assertEqual(c.call(GET, b"shared")[4:], (struct.pack(">I", 5), b"", b"text"))
+        # A key the text protocol cannot carry (it goes base64 to the server).
+        self.assertEqual(c.call(SET, b"sp ace\x01", b"v", store_extras())[1], 0)
+        self.assertEqual(c.call(GETK, b"sp ace\x01")[5:], (b"sp ace\x01", b"v"))
+
+    def test_malformed_packets_get_memcacheds_answer_and_hurt_nobody(self):
+        bystander = self.bconn()
+        bystander.call(SET, b"by", b"stander", store_extras())
+        # Half a request from the bystander stays pending while the others misbehave.
+        half = packet(GET, b"by", opaque=11)
+        bystander.send(half[:10])
+        # Lengths that disagree (a get with extras): "Invalid arguments", then closed.
+        c = self.bconn()
+        c.send(packet(GET, b"k", extras=b"abcd", opaque=1) + packet(NOOP))
+        self.assertEqual(c.read(1)[0][:3], (GET, 4, 1))
+        self.assertTrue(c.wait_closed())
+        # Key and extras longer than the body: "Unknown command", then closed.
+        c = self.bconn()
+        c.send(packet(GET, b"kk", body=1) + b"k")
+        self.assertEqual(c.read(1)[0][1], 0x81)
+        self.assertTrue(c.wait_closed())
+        # Bad magic after the first packet: closed without an answer to it.
+        c = self.bconn()
+        c.send(packet(NOOP, opaque=1) + packet(NOOP, magic=0x81))
+        self.assertEqual(c.read(1)[0][:3], (NOOP, 0, 1))
+        self.assertTrue(c.wait_closed())
+        self.assertEqual(c.buf, b"")
+        # An oversized body: "Too large.", the body skipped as it arrives (never buffered).
+        c = self.bconn()
+        c.send(packet(SET, b"huge", b"x" * (20 * 1024 * 1024), store_extras(), opaque=6))
+        self.assertEqual(c.read(1)[0][:3], (SET, 3, 6))
+        bystander.send(half[10:])
+        self.assertEqual(bystander.read(1)[0][:3], (GET, 0, 11))
+        self.assertEqual(bystander.call(GET, b"by")[6], b"stander")
+
+    def test_quit_answers_then_closes(self):
+        c = self.bconn()
+        c.send(packet(NOOP, opaque=1) + packet(QUIT, opaque=2) + packet(NOOP, opaque=3))
+        self.assertEqual([r[:3] for r in c.read(2)], [(NOOP, 0, 1), (QUIT, 0, 2)])
+        self.assertTrue(c.wait_closed())
+        self.assertEqual(c.buf, b"")
+
+
+@requires_proxy
+class BinaryFlushPolicyTest(IntegrationCase):
+    def test_flush_under_the_default_policy_is_refused_as_memcached_dash_F_refuses_it(self):
+        cl = self.cluster(n_backends=2)  # allow_flush_all: false (the default)
+        c = BinaryConn(cl.port)
+        self.addCleanup(c.close)
+        c.call(SET, b"keep", b"me", store_extras())
+        for op in (FLUSH, FLUSHQ):
+            self.assertEqual(c.call(op, opaque=4)[:3], (op, 0x20, 4))
+        self.assertEqual(c.call(GET, b"keep")[6], b"me")
 
 
 if __name__ == "__main__":

@@ -723,22 +723,9 @@ TEST_CASE("request errors: texts and counter names come from one table") {
 }  // namespace
 }  // namespace mcring::protocol
 
-TEST_CASE("request framer: a first byte of 0x80 is the binary protocol, closed unread") {
+TEST_CASE("request framer: 0x80 is just a byte of a text line (the session picks the protocol)") {
   const mcring::protocol::RequestParser parser{mcring::protocol::ParserLimits{}};
   mcring::protocol::Request req;
-  // A binary SET whose value holds text commands: nothing of it may frame as a text request.
-  std::string packet("\x80\x01\x00\x01\x08\x00\x00\x00", 8);
-  packet += std::string(16, '\0') + std::string(8, '\0') + "k" + "v\r\ndelete victim\r\n";
-  mcring::protocol::StringSource source(packet);
-  mcring::protocol::RequestFramer framer(parser);
-  const mcring::protocol::RequestFrame frame = framer.next(source, req);
-  CHECK(frame.kind == mcring::protocol::RequestFrameKind::Rejected);
-  CHECK(frame.length == 0);
-  CHECK(req.error == mcring::protocol::RequestError::BinaryProtocol);
-  CHECK(req.close);
-  CHECK(req.noreply);
-
-  // Only the connection's first byte decides: later, 0x80 is just a byte of a text line.
   std::string text = "get a\r\n\x80x\r\n";
   mcring::protocol::StringSource later(text);
   mcring::protocol::RequestFramer framer2(parser);
