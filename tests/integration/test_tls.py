@@ -467,6 +467,33 @@ class TlsAuthTest(unittest.TestCase):
             for secret in (b"s3cret", b"hunter2", b"pw2"):
                 self.assertNotIn(secret, text)
 
+    def test_binary_client_cannot_skip_authentication(self):
+        """A binary request (magic 0x80) where clients must authenticate: memcached -Y serves
+        text only and answers CLIENT_ERROR unauthenticated; so does mcring, and a binary get of
+        a stored key returns nothing of it."""
+        import struct
+        with self.tls_conn() as writer:
+            self.request(writer, h.set_cmd("binary-secret", b"do-not-leak"), line_done)
+        key = b"binary-secret"
+        get = struct.pack(">BBHBBHIIQ", 0x80, 0x00, len(key), 0, 0, 0, len(key), 7, 0) + key
+        auth = os.path.join(self.tmp, "direct-bin.auth")
+        with open(auth, "w") as f:
+            f.write("alice:s3cret\nmcring:hunter2\n")
+        os.chmod(auth, 0o644)
+        direct = TlsMemcached(self.certs, auth, tls=False)
+        try:
+            with socket.create_connection((HOST, direct.port), timeout=5) as m:
+                m.sendall(get)
+                expected = recv_reply(m, line_done)
+        finally:
+            direct.stop()
+        self.assertEqual(expected, b"CLIENT_ERROR unauthenticated\r\n")
+        with self.tls_conn(authenticate=False) as s:
+            s.sendall(get)
+            got = recv_reply(s, line_done)
+        self.assertEqual(got, expected)
+        self.assertNotIn(b"do-not-leak", got)
+
     # ---------------------------------------------------------------- reload
 
     def peer_cn(self):
