@@ -42,6 +42,9 @@ class Worker final : public SessionContext {
   // `open_count` is the pool's open-connection count; the session decrements it when it ends.
   void postClient(int fd, std::string pool, std::shared_ptr<std::atomic<uint32_t>> open_count);
   void postTopology(std::shared_ptr<const config::Topology> topology);
+  // Hot-key spread: the pool's spread keys as the main thread decided them
+  // (backend/hot_spread.h); the worker applies the set and acknowledges it.
+  void postSpread(std::string pool, std::shared_ptr<const SpreadSet> set);
   // Stop reading new requests, finish in-flight ones, close; the loop ends when all sessions are
   // gone or after grace_ms.
   void postShutdown(uint32_t grace_ms);
