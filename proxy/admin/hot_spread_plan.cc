@@ -14,6 +14,14 @@ namespace {
 // sent to it twice would apply twice, an incr for one).
 std::shared_ptr<SpreadEntry> freshEntry(const config::PoolTopology& pool, const std::string& key) {
   const config::PoolConfig& cfg = pool.config;
+  // Fills name the key in a text `mg`/`ms` line: a key only base64 meta commands can carry
+  // (spaces, control bytes) or longer than memcached's 250 bytes is not spread.
+  if (key.empty() || key.size() > 250 ||
+      std::any_of(key.begin(), key.end(), [](char c) {
+        return static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) == 0x7f;
+      })) {
+    return nullptr;
+  }
   std::vector<uint32_t> copies;
   std::vector<std::string> identities;
   for (uint32_t i : routing::spreadCopies(*pool.router, key, cfg.hot_key_spread)) {

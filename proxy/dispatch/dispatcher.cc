@@ -111,8 +111,8 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
   std::string_view key = req_->routingKey(line, 0);
   uint32_t index = pool_->route(key);
   // A spread key (backend/hot_spread.h): a write goes to every copy, a plain mg to one.
-  const std::shared_ptr<SpreadEntry>* spread =
-      req_->key_base64 ? nullptr : pool_->spreadEntry(key);
+  // (A base64 meta key is looked up decoded: its writes reach the copies like any other.)
+  const std::shared_ptr<SpreadEntry>* spread = pool_->spreadEntry(key);
   const SpreadUse use = spread != nullptr ? spreadUse(line) : SpreadUse::Primary;
   uint32_t copy = 0;
   if (use == SpreadUse::ReadCopy) {
@@ -224,7 +224,7 @@ Dispatcher::SpreadUse Dispatcher::spreadUse(std::string_view line) const {
         }
         if (flags[i] == 'c') {
           cas = true;
-        } else if (std::string_view("vfktOsq").find(flags[i]) == std::string_view::npos) {
+        } else if (std::string_view("vfktOsqb").find(flags[i]) == std::string_view::npos) {
           return SpreadUse::Invalidate;  // N, T, E, I, h, l, ...: it may change the item
         }
       }

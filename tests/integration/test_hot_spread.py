@@ -258,5 +258,59 @@ class StalenessTest(SpreadCase):
         print("cooling: copies still holding older values (never read): %d" % len(old))
 
 
+class SpreadWriteFormsTest(SpreadCase):
+    """Writes that reach only the key's own server (cas, ms with a base64 key, ma) unfill the
+    copies: reads after them never see the older value; plain writes keep them filled."""
+
+    def read_all(self, conns, n=40):
+        seen = set()
+        for i in range(n):
+            c = conns[i % len(conns)]
+            vals = {k: v for k, v, _f, _c in parse_values(c.request(b"get " + HOT + b"\r\n"))}
+            seen.add(vals.get(HOT))
+        return seen
+
+    def test_cas_meta_and_base64_writes_are_never_read_stale(self):
+        import base64
+        self.start(SPREAD)
+        stop = threading.Event()
+
+        def reader():
+            c = self.conn(self.cl, timeout=10)
+            for _ in range(20000):
+                if stop.is_set():
+                    break
+                c.request(b"get " + HOT + b"\r\n")
+        t = threading.Thread(target=reader)
+        t.start()
+        try:
+            conns = [self.conn(self.cl, timeout=10) for _ in range(4)]
+            self.wait_spread()
+            # cas: the unique is the primary's.
+            vals = parse_values(self.c.request(b"gets " + HOT + b"\r\n"))
+            cas = vals[0][3]
+            self.assertEqual(self.c.request(b"cas " + HOT + b" 0 0 4 %d\r\nc-v1\r\n" % int(cas)),
+                             b"STORED\r\n")
+            self.assertEqual(self.read_all(conns), {b"c-v1"})
+            # ms with a base64 key (decoded, it is the spread key), once the copies hold c-v1.
+            self.wait_spread()
+            b64 = base64.b64encode(HOT)
+            self.assertEqual(self.c.request(b"ms " + b64 + b" 4 b\r\nb-v2\r\n"), b"HD\r\n")
+            self.assertEqual(self.read_all(conns), {b"b-v2"})
+            # A plain set reaches every copy; once filled again, reads spread and stay fresh.
+            self.assertEqual(self.c.request(b"set " + HOT + b" 0 0 4\r\ns-v3\r\n"),
+                             b"STORED\r\n")
+            self.assertEqual(self.read_all(conns), {b"s-v3"})
+            self.wait_spread()
+            self.assertEqual(self.read_all(conns), {b"s-v3"})
+            held = [b.get(HOT) for b in self.cl.backends]
+            self.assertEqual(sum(1 for v in held if v == b"s-v3"), SPREAD, held)
+        finally:
+            stop.set()
+            t.join(30)
+        st = parse_stats(self.conn(self.cl).request(b"stats\r\n"))
+        self.assertGreaterEqual(int(st["spread_invalidations"]), 2)
+
+
 if __name__ == "__main__":
     unittest.main()

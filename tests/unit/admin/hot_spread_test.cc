@@ -75,6 +75,12 @@ TEST_CASE("planSpread: a hot key is spread, collapses when it cools, and goes on
   CHECK(planSpread(p, {}, s3.get(), 2) == nullptr);
 }
 
+TEST_CASE("planSpread: a key a text line cannot carry is not spread") {
+  auto p = pool(5);
+  CHECK(planSpread(p, {"with space", std::string("nul\0x", 5), std::string(251, 'k')}, nullptr,
+                   1) == nullptr);
+}
+
 TEST_CASE("planSpread: a collapsing key that heats again starts afresh, nothing filled") {
   auto p = pool(3);
   auto s1 = planSpread(p, {"k"}, nullptr, 1);
