@@ -92,6 +92,10 @@ struct PoolConfig {
   bool hot_keys = true;
   uint32_t hot_key_capacity = 128;       // keys each worker's sketch monitors
   uint32_t hot_key_event_percent = 10;   // a key above this share of requests is an event; 0: none
+  // Hot-key spread (docs/design.md): a hot key's copies, 0 = off, else 2..16.
+  uint32_t hot_key_spread = 0;
+  // A copy is read for at most this long after its fill (bounds staleness across proxies).
+  uint32_t hot_key_copy_ttl_ms = 10000;
   HotKeyMetrics hot_key_metrics = HotKeyMetrics::Off;  // top keys as /metrics series
 
   // --- TLS and authentication (docs/tls.md). Paths are as written, or made absolute against

@@ -727,6 +727,33 @@ const std::array kPoolKeys = {
         .show = [](const PoolConfig& p) { return std::to_string(p.hot_key_event_percent); },
     },
     PoolKey{
+        .name = "hot_key_spread", .type = "integer", .origin = KeyOrigin::Mcring,
+        .meaning = "0: off. 2 to 16: a key that turns hot (`hot_key_event_percent`, with "
+                   "`hot_keys` on) is spread over this many servers, its own and the servers of "
+                   "the salted names key#1, key#2, ...: every write of it goes to each copy, "
+                   "plain reads (get, gat, mg without c) to one filled copy at random; undone "
+                   "when it cools. Costs R backend writes per write of a spread key.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.hot_key_spread, 0, 16);
+          if (p.hot_key_spread == 1) {
+            v.error("must be 0 (off) or 2 to 16");
+          }
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.hot_key_spread); },
+    },
+    PoolKey{
+        .name = "hot_key_copy_ttl", .type = "integer (ms)", .origin = KeyOrigin::Mcring,
+        .meaning = "With `hot_key_spread`: a copy is read for at most this many ms after it was "
+                   "filled from the key's own server, then filled again (and a fill sets the "
+                   "copy's TTL to at most this). This bounds how stale a copy can be when another "
+                   "mcring, or a client, writes the key's own server only. 0: no bound (only when "
+                   "this mcring is the pool's only writer).",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.hot_key_copy_ttl_ms, 0, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.hot_key_copy_ttl_ms); },
+    },
+    PoolKey{
         .name = "hot_key_metrics", .type = "name", .origin = KeyOrigin::Mcring,
         .meaning = "How `/metrics` shows the pool's five hottest keys (`mcring_hot_key_rate`): "
                    "`off` (keys can be sensitive), `hashed` (label `key` is `xxh3:` and the "

@@ -408,8 +408,30 @@ void AdminEndpoint::hotKeyMetrics(std::string* out) const {
           "mcring_hot_key_events_total " + std::to_string(watch->eventCount()) + "\n";
 }
 
+namespace {
+
+std::string spreadJson(const HotKeySpread& sp) {
+  std::string out = "{\"phase\":\"" + sp.phase + "\",\"copies\":[";
+  std::string filled = "[";
+  std::string reads = "[";
+  for (size_t c = 0; c < sp.copies.size(); ++c) {
+    out += c == 0 ? "" : ",";
+    common::appendJsonString(&out, sp.copies[c]);
+    filled += std::string(c == 0 ? "" : ",") + (sp.filled[c] ? "true" : "false");
+    reads += (c == 0 ? "" : ",") + std::to_string(sp.reads[c]);
+  }
+  return out + "],\"filled\":" + filled + "],\"reads\":" + reads +
+         "],\"fills\":" + std::to_string(sp.fills) +
+         ",\"fills_abandoned\":" + std::to_string(sp.fills_abandoned) +
+         ",\"writes\":" + std::to_string(sp.writes) + "}";
+}
+
+}  // namespace
+
 // GET /hotkeys: {"window_ms": .., "pools": {"<pool>": [{"key", "rate", "share", "error",
-// "count", "backends"}, ...]}, "windows": {"<pool>": {...}}, "events": [...]}.
+// "count", "backends", and for a spread key "spread": {"phase", "copies", "filled", "reads",
+// "fills", "fills_abandoned", "writes"}}, ...]}, "spread": {"<pool>": [{"key", "spread"}, ...]}
+// (every key of the spread set in force), "windows": {"<pool>": {...}}, "events": [...]}.
 std::string AdminEndpoint::hotKeysJson() const {
   const HotKeyWatch* watch = proxy_.reporter().hotKeys();
   std::string out = "{\"window_ms\":" + std::to_string(stats::HotKeyBoard::kWindowMs);
@@ -437,7 +459,24 @@ std::string AdminEndpoint::hotKeysJson() const {
       common::appendJsonString(&out, k.key);
       out += ",\"rate\":" + fmt(k.rate) + ",\"share\":" + fmt(k.share) +
              ",\"error\":" + fmt(k.error) + ",\"count\":" + std::to_string(k.count) +
-             ",\"backends\":" + strings(k.backends) + "}";
+             ",\"backends\":" + strings(k.backends);
+      if (k.spread) {
+        out += ",\"spread\":" + spreadJson(k.spread_state);
+      }
+      out += "}";
+    }
+    out += "]";
+  }
+  out += "},\"spread\":{";
+  for (size_t i = 0; i < pools.size(); ++i) {
+    const PoolHotKeys& p = pools[i];
+    out += i == 0 ? "" : ",";
+    common::appendJsonString(&out, p.pool);
+    out += ":[";
+    for (size_t j = 0; j < p.spread.size(); ++j) {
+      out += j == 0 ? "{\"key\":" : ",{\"key\":";
+      common::appendJsonString(&out, p.spread[j].first);
+      out += ",\"spread\":" + spreadJson(p.spread[j].second) + "}";
     }
     out += "]";
   }

@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 
+#include "proxy/admin/hot_spread_plan.h"
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
 #include "proxy/stats/hyperloglog.h"
@@ -25,7 +26,56 @@ std::string percent(double share) {
   return buf;
 }
 
+void describeSpread(const SpreadEntry& e, const config::PoolConfig& cfg, HotKeySpread* out) {
+  out->phase = e.phase.load() == SpreadPhase::Spreading ? "spreading" : "collapsing";
+  const uint32_t filled = e.readable(common::monotonicNs() / 1000000);
+  for (uint32_t i = 0; i < e.copies.size(); ++i) {
+    out->copies.push_back(e.copies[i] < cfg.servers.size() ? cfg.servers[e.copies[i]].identity()
+                                                           : std::string("?"));
+    out->filled.push_back((filled & (1u << i)) != 0);
+    out->reads.push_back(e.reads[i].load(std::memory_order_relaxed));
+  }
+  out->fills = e.fills.load();
+  out->fills_abandoned = e.fills_abandoned.load();
+  out->writes = e.writes_started.load();
+}
+
 }  // namespace
+
+std::shared_ptr<const SpreadSet> HotKeyWatch::spreadSet(const std::string& pool) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = spread_.find(pool);
+  return it == spread_.end() ? nullptr : it->second;
+}
+
+// Each pool's hot set (checkEvents) becomes its next spread set, published to every worker.
+void HotKeyWatch::planSpreads(const config::Topology& topology) {
+  std::vector<std::pair<std::string, std::shared_ptr<const SpreadSet>>> out;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& pool : topology.pools) {
+      const std::string& name = pool->config.name;
+      auto cur = spread_.find(name);
+      std::set<std::string> none;
+      auto hot = hot_.find(name);
+      std::shared_ptr<SpreadSet> next =
+          planSpread(pool, hot == hot_.end() ? none : hot->second,
+                     cur == spread_.end() ? nullptr : cur->second.get(), workers_);
+      if (next) {
+        spread_[name] = next;
+        out.emplace_back(name, std::move(next));
+      }
+    }
+    for (auto it = spread_.begin(); it != spread_.end();) {
+      it = topology.findPool(it->first) == nullptr ? spread_.erase(it) : std::next(it);
+    }
+  }
+  if (publish_spread_) {
+    for (auto& [name, set] : out) {
+      publish_spread_(name, std::move(set));
+    }
+  }
+}
 
 HotKeyWatch::HotKeyWatch(net::EventLoop& loop, const stats::HotKeyBoard& board, int workers,
                          std::vector<const stats::BackendStatsList*> lists, TopologyFn topology)
@@ -46,9 +96,11 @@ std::string HotKeyWatch::hashedKey(std::string_view key) {
 std::vector<PoolHotKeys> HotKeyWatch::report(size_t limit) const {
   std::shared_ptr<const config::Topology> topology = topology_();
   std::map<std::pair<std::string, std::string>, double> rates;
+  std::map<std::string, std::shared_ptr<const SpreadSet>> spread;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     rates = rates_;
+    spread = spread_;
   }
   std::vector<PoolHotKeys> out;
   if (!topology) {
@@ -80,6 +132,13 @@ std::vector<PoolHotKeys> HotKeyWatch::report(size_t limit) const {
     if (sum_rate > 0) {
       p.load_imbalance = max_rate / (sum_rate / static_cast<double>(identities.size()));
     }
+    if (auto it = spread.find(cfg.name); it != spread.end() && it->second->topology == pool) {
+      for (const auto& e : it->second->entries) {
+        HotKeySpread view;
+        describeSpread(*e, cfg, &view);
+        p.spread.emplace_back(e->key, std::move(view));
+      }
+    }
     if (cfg.hot_keys) {
       p.memory_bound = static_cast<size_t>(workers_) *
                        stats::HotKeySketch::memoryFor(cfg.hot_key_capacity);
@@ -98,6 +157,13 @@ std::vector<PoolHotKeys> HotKeyWatch::report(size_t limit) const {
           uint32_t i = pool->router->route(k.key);
           if (i < cfg.servers.size()) {
             row.backends.push_back(cfg.servers[i].identity());
+          }
+        }
+        if (auto it = spread.find(cfg.name);
+            it != spread.end() && it->second->topology == pool) {
+          if (const std::shared_ptr<SpreadEntry>* e = it->second->find(k.key)) {
+            row.spread = true;
+            describeSpread(**e, cfg, &row.spread_state);
           }
         }
         row.key = std::move(k.key);
@@ -152,6 +218,7 @@ void HotKeyWatch::sampleSecond() {
       checkEvents(*pool, p);
     }
   }
+  planSpreads(*topology);
 }
 
 // A key turns hot when its share reaches hot_key_event_percent, and cools when it falls below

@@ -19,11 +19,23 @@
 #include <vector>
 
 #include "config/topology.h"
+#include "proxy/backend/hot_spread.h"
 #include "proxy/net/event_loop.h"
 #include "proxy/stats/backend_stats.h"
 #include "proxy/stats/hot_key_board.h"
 
 namespace mcring::core {
+
+// A spread key's state (backend/hot_spread.h), as /hotkeys shows it.
+struct HotKeySpread {
+  std::string phase;                  // "spreading" or "collapsing"
+  std::vector<std::string> copies;    // host:port, the key's own server first
+  std::vector<bool> filled;           // per copy: readable (holds the primary's value)
+  std::vector<uint64_t> reads;        // per copy: plain reads it served
+  uint64_t fills = 0;
+  uint64_t fills_abandoned = 0;
+  uint64_t writes = 0;                // writes of the key while spread (every worker)
+};
 
 struct HotKeyRow {
   std::string key;
@@ -32,6 +44,8 @@ struct HotKeyRow {
   double share = 0;    // of the pool's keyed requests
   double error = 0;    // the true rate is within rate ± error
   std::vector<std::string> backends;  // host:port of the servers the key goes to
+  bool spread = false;                // hot_key_spread: the key is spread (spread_state says how)
+  HotKeySpread spread_state;
 };
 
 struct PoolHotKeys {
@@ -46,6 +60,9 @@ struct PoolHotKeys {
   double load_imbalance = 0;
   std::vector<std::pair<std::string, double>> backend_rates;  // host:port, requests per second
   std::vector<HotKeyRow> keys;  // hottest first
+  // hot_key_spread: every key of the spread set in force, listed or not (a key that cooled is
+  // in it until every worker reads it from its own server again).
+  std::vector<std::pair<std::string, HotKeySpread>> spread;
 };
 
 struct HotKeyEvent {
@@ -75,6 +92,14 @@ class HotKeyWatch {
   std::vector<HotKeyEvent> events() const;
   uint64_t eventCount() const;
 
+  // Hot-key spread: where each pool's new spread set goes (the proxy posts it to every worker).
+  // Set before the first second passes.
+  using SpreadPublisher =
+      std::function<void(const std::string& pool, std::shared_ptr<const SpreadSet> set)>;
+  void setSpreadPublisher(SpreadPublisher fn) { publish_spread_ = std::move(fn); }
+  // The pool's spread set in force (null: none), any thread.
+  std::shared_ptr<const SpreadSet> spreadSet(const std::string& pool) const;
+
   // A key as hot_key_metrics `hashed` (and the logs, unless `plain`) show it: "xxh3:" and the
   // key's 64-bit XXH3 in hex.
   static std::string hashedKey(std::string_view key);
@@ -82,6 +107,7 @@ class HotKeyWatch {
  private:
   void sampleSecond();
   void checkEvents(const config::PoolTopology& pool, const PoolHotKeys& report);
+  void planSpreads(const config::Topology& topology);
 
   const stats::HotKeyBoard& board_;
   int workers_;
@@ -96,6 +122,8 @@ class HotKeyWatch {
   uint64_t last_sample_ns_ = 0;
   std::map<std::string, std::set<std::string>> hot_;  // pool -> keys above its event share
   std::vector<HotKeyEvent> events_;
+  std::map<std::string, std::shared_ptr<const SpreadSet>> spread_;  // pool -> set in force
+  SpreadPublisher publish_spread_;
   uint64_t next_event_id_ = 1;
 };
 

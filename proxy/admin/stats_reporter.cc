@@ -177,7 +177,8 @@ void StatsReporter::renderEvents(std::string* out) const {
   out->append("END\r\n");
 }
 
-// `stats hotkeys`: what GET /hotkeys shows, per pool one summary line, then one line per key,
+// `stats hotkeys`: what GET /hotkeys shows, per pool one summary line, then one line per key
+// (a spread key's line ends with spread=<phase> copies=.. filled=.. reads=.. fills=..),
 // hottest first:
 //   STAT hotkeys:<pool> enabled=1 window_start_ms=.. window_end_ms=.. request_rate=..
 //        load_imbalance=.. memory_bytes=.. memory_bound=..
@@ -203,6 +204,19 @@ void StatsReporter::renderHotKeys(std::string* out) const {
         for (size_t i = 0; i < k.backends.size(); ++i) {
           out->append(i == 0 ? "" : ",");
           out->append(k.backends[i]);
+        }
+        if (k.spread) {
+          // spread=<phase> copies=a,b,.. filled=1,0,.. (per copy) reads=n,n,..
+          const HotKeySpread& sp = k.spread_state;
+          std::string copies, filled, reads;
+          for (size_t i = 0; i < sp.copies.size(); ++i) {
+            copies += (i == 0 ? "" : ",") + sp.copies[i];
+            filled += std::string(i == 0 ? "" : ",") + (sp.filled[i] ? "1" : "0");
+            reads += (i == 0 ? "" : ",") + std::to_string(sp.reads[i]);
+          }
+          out->append(" spread=" + sp.phase + " copies=" + copies + " filled=" + filled +
+                      " reads=" + reads + " fills=" + std::to_string(sp.fills) +
+                      " fills_abandoned=" + std::to_string(sp.fills_abandoned));
         }
         out->append("\r\n");
       }

@@ -8,6 +8,7 @@
 #include "proxy/backend/backend_server.h"
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/pool_security.h"
+#include "proxy/backend/spread_write.h"
 #include "proxy/backend/worker_context.h"
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
@@ -404,6 +405,9 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         if (rep.kind == ReplyKind::MetaNoop) {
           if (r->command == protocol::Command::MetaGet && hits_in_reply_ == 0) {
             stats::bump(server_.stats().get_misses);
+            if (r->spread_role == SpreadRole::Read) {
+              missedAtCopy(*r->spread, r->spread_copy, server_.worker().counters());
+            }
           }
           hits_in_reply_ = 0;
           in.drain(n);
@@ -424,9 +428,15 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         if (rep.isListItem()) {
           return Step::Desync;
         }
+        if (r->spread_role == SpreadRole::Write) {
+          recordSpreadReply(*r, 0, rep, line);
+        }
         if (r->command == protocol::Command::MetaGet) {
           bool hit = rep.kind == ReplyKind::MetaValue || rep.kind == ReplyKind::MetaHit;
           stats::bump(hit ? server_.stats().get_hits : server_.stats().get_misses);
+          if (!hit && r->spread_role == SpreadRole::Read) {
+            missedAtCopy(*r->spread, r->spread_copy, server_.worker().counters());
+          }
           if (rep.kind == ReplyKind::MetaMiss && r->warm && !r->warm_hop_started &&
               r->session != nullptr &&
               server_.worker().steps().launchMetaWarmup(*r, r->session->pool(), server_.worker(),
@@ -515,6 +525,20 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       }
       in.drain(n);
       return Step::Done;
+    case Delivery::SpreadCopy:
+      if (rep.isListItem() || rep.data_length > 0) {
+        return Step::Desync;
+      }
+      recordSpreadReply(*r, f.fragment, rep, line);
+      in.drain(n);
+      return Step::Done;
+    case Delivery::SpreadFill:
+      if (rep.isListItem()) {
+        return Step::Desync;
+      }
+      server_.worker().steps().onSpreadFillReply(*r, rep, in.contiguous(n), server_.worker());
+      in.drain(n);
+      return Step::Done;
     case Delivery::Stats: {
       Fragment& fr = r->fragments[f.fragment];
       if (rep.data_length > 0) {
@@ -540,6 +564,7 @@ void BackendConnection::finish(InFlight& f) {
     w.warmup().finished(multigetKey(*r, f.fragment), r, f.fragment);
   }
   if (--r->fragments_left == 0) {
+    settleSpreadWrite(*r, w.counters());
     if (!w.steps().complete(*r, w)) {
       w.requests().release(r);  // a second hop's expectations hold it now
       return;
@@ -586,7 +611,16 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
         if (!r->noreply) {
           r->reply.append(reply);
         }
+        if (r->spread_role == SpreadRole::Write) {
+          r->spread_replies[0] = kSpreadFailed;
+        }
         stats::bump(c.server_errors);
+        break;
+      case Delivery::SpreadCopy:
+        r->spread_replies[f.fragment] = kSpreadFailed;
+        break;
+      case Delivery::SpreadFill:
+        endSpreadFill(*r, false, c);
         break;
       case Delivery::Fragment:
       case Delivery::Broadcast:

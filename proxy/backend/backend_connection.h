@@ -33,6 +33,11 @@ enum class Delivery : uint8_t {
   // `stats <view>` or `version`: the STAT/ITEM lines and their END (or the VERSION line, or an
   // error line) go to the fragment's values, which is marked done once the answer is whole.
   Stats,
+  // Hot-key spread (hot_spread.h). A spread key's write at one of its copies (`fragment`: the
+  // copy): its reply is compared with the primary's, never seen by the client.
+  SpreadCopy,
+  // A fill's read of the primary or its write of a copy (the request's spread_role says which).
+  SpreadFill,
 };
 
 class BackendConnection : public net::ConnectionHandler {

@@ -29,6 +29,10 @@ class DispatchSteps {
   virtual void onWarmupReply(PendingRequest& r, uint32_t key_index, const protocol::Reply& rep,
                              std::string_view unit, BackendServer& from) const = 0;
   virtual void onWarmupCopyReply(const protocol::Reply& rep, WorkerContext& worker) const = 0;
+  // dispatch/spread_fill.h: a hot-key fill's read of the primary (it then writes the copy) or
+  // its write of the copy answered.
+  virtual void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep,
+                                 std::string_view unit, WorkerContext& worker) const = 0;
 };
 
 }  // namespace mcring::core

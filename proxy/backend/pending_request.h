@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/backend/hot_spread.h"
 #include "proxy/net/buffer.h"
 #include "proxy/protocol/binary_translation.h"
 #include "proxy/protocol/command.h"
@@ -79,6 +80,27 @@ enum class Shape : uint8_t {
 // A key's warm-up fetch (warmup.h).
 enum class WarmState : uint8_t { None, Fetching, CopyCancelled };
 
+// What a request is to a spread key (backend/hot_spread.h).
+enum class SpreadRole : uint8_t {
+  None,
+  Write,       // sent to every copy; the copies' replies are compared with the primary's
+  Invalidate,  // a write sent to the primary only (cas, meta writes): it cleared every copy
+  Read,        // a plain mg sent to copy spread_copy
+  FillRead,    // a fill's `mg <key> v f t` to the primary (detached)
+  FillWrite,   // a fill's `ms` to copy spread_copy (detached)
+};
+
+// A plain get key served by a copy: a miss there clears the copy's filled bit.
+struct SpreadRead {
+  uint32_t key_index = 0;
+  uint32_t copy = 0;
+  std::shared_ptr<SpreadEntry> entry;
+};
+
+// spread_replies: a copy not answered yet, or failed (no reply); else a hash of its reply line.
+inline constexpr uint64_t kSpreadPending = ~uint64_t{0} - 1;
+inline constexpr uint64_t kSpreadFailed = ~uint64_t{0};
+
 // Part of a multi-key get that went to one backend.
 struct Fragment {
   uint32_t server = 0;                // index in the pool's server list
@@ -141,6 +163,15 @@ struct PendingRequest {
   // A binary client's request (binary.active): its reply, meta or text, is translated to the
   // binary response when written (ClientSession::writeReply); never streamed.
   protocol::BinaryContext binary;
+  // Hot-key spread (backend/hot_spread.h).
+  SpreadRole spread_role = SpreadRole::None;
+  std::shared_ptr<SpreadEntry> spread;   // the key's entry (Write, Invalidate, Read, fills)
+  uint32_t spread_copy = 0;              // Read, FillWrite: the copy's index in its entry
+  uint64_t spread_mark = 0;              // fills: writes_started when the fill began
+  PoolRuntime* spread_pool = nullptr;    // fills: the pool (a worker's pools outlive requests)
+  std::vector<uint64_t> spread_replies;  // Write: each copy's reply ([0]: the primary)
+  bool spread_primary_ok = false;        // Write: the primary answered, and not an error
+  std::vector<SpreadRead> spread_reads;  // get: the keys served by a copy
 
   void reset() {
     session = nullptr;
@@ -170,6 +201,14 @@ struct PendingRequest {
     key_warm.clear();
     meta_flags.clear();
     binary.active = false;
+    spread_role = SpreadRole::None;
+    spread.reset();
+    spread_copy = 0;
+    spread_mark = 0;
+    spread_pool = nullptr;
+    spread_replies.clear();
+    spread_primary_ok = false;
+    spread_reads.clear();
     for (uint32_t i = 0; i < fragment_count; ++i) {
       Fragment& f = fragments[i];
       f.key_indices.clear();

@@ -8,6 +8,7 @@
 
 #include "config/topology.h"
 #include "proxy/backend/backend_server.h"
+#include "proxy/backend/hot_spread.h"
 #include "proxy/backend/memory_budget.h"
 #include "proxy/backend/pool_security.h"
 #include "proxy/backend/warmup_state.h"
@@ -39,6 +40,18 @@ struct PoolRuntime {
   // the worker publishes and clears it each window (stats/hot_key_board.h).
   std::unique_ptr<stats::HotKeySketch> hot_keys;
   int64_t hot_keys_since_ms = 0;  // wall clock, the current window's start
+
+  // The pool's spread keys as the main thread last published them (null: none); see
+  // backend/hot_spread.h.
+  std::shared_ptr<const SpreadSet> spread;
+
+  // The key's spread entry, if it has one and the set is for the snapshot in force.
+  const std::shared_ptr<SpreadEntry>* spreadEntry(std::string_view key) const {
+    if (!spread || spread->entries.empty() || spread->topology != topology) {
+      return nullptr;
+    }
+    return spread->find(key);
+  }
 
   const config::PoolConfig& config() const { return topology->config; }
   uint32_t route(std::string_view key) const { return topology->router->route(key); }

@@ -109,6 +109,12 @@ bool Proxy::start() {
   hot_key_watch_ = std::make_unique<HotKeyWatch>(loop_, hot_key_board_, threads, lists,
                                                  [this] { return reporter_.topology(); });
   reporter_.setHotKeys(hot_key_watch_.get());
+  hot_key_watch_->setSpreadPublisher(
+      [this](const std::string& pool, std::shared_ptr<const SpreadSet> set) {
+        for (auto& w : workers_) {
+          w->postSpread(pool, set);
+        }
+      });
   reporter_.setPoller(poller_.get());
   reporter_.setMonitor(monitor_.get());
   reporter_.setTopology(topology_);

@@ -94,6 +94,17 @@ void Worker::postTopology(std::shared_ptr<const config::Topology> topology,
   });
 }
 
+void Worker::postSpread(std::string pool, std::shared_ptr<const SpreadSet> set) {
+  loop_->post([this, pool = std::move(pool), set = std::move(set)]() mutable {
+    auto it = pools_.find(pool);
+    if (it != pools_.end() && !it->second->removed) {
+      it->second->spread = set;
+    }
+    // Acknowledged even by a worker without the pool: it sends nothing to the key's servers.
+    set->ack(common::monotonicNs() / 1000000);
+  });
+}
+
 void Worker::postShutdown(uint32_t grace_ms) {
   loop_->post([this, grace_ms] {
     shutting_down_ = true;

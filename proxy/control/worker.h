@@ -48,6 +48,9 @@ class Worker final : public SessionContext {
                   std::shared_ptr<const net::TlsContext> tls = nullptr);
   void postTopology(std::shared_ptr<const config::Topology> topology,
                     std::shared_ptr<const PoolTlsMap> tls);
+  // Hot-key spread: the pool's spread keys as the main thread decided them
+  // (backend/hot_spread.h); the worker applies the set and acknowledges it.
+  void postSpread(std::string pool, std::shared_ptr<const SpreadSet> set);
   // Stop reading new requests, finish in-flight ones, close; the loop ends when all sessions are
   // gone or after grace_ms.
   void postShutdown(uint32_t grace_ms);

@@ -1,6 +1,7 @@
 // completeRequest: the reply of a request whose parts have all answered.
 #include "proxy/dispatch/completion.h"
 
+#include "proxy/backend/spread_write.h"
 #include "proxy/dispatch/multiget.h"
 #include "proxy/dispatch/warmup.h"
 #include "proxy/protocol/reply_lines.h"
@@ -26,6 +27,11 @@ bool completeRequest(PendingRequest& r, WorkerContext& worker) {
       if (r.warm && !r.warm_hop_started && r.session != nullptr &&
           launchMultigetWarmup(r, r.session->pool(), worker, r.session->id())) {
         return false;
+      }
+      for (const SpreadRead& s : r.spread_reads) {
+        if (!r.failed && r.key_hit_length[s.key_index] == 0) {
+          missedAtCopy(*s.entry, s.copy, worker.counters());
+        }
       }
       assembleMultiget(r, worker.counters());
       return true;

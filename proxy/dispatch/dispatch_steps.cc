@@ -2,6 +2,7 @@
 #include "proxy/dispatch/dispatch_steps.h"
 
 #include "proxy/dispatch/completion.h"
+#include "proxy/dispatch/spread_fill.h"
 #include "proxy/dispatch/warmup.h"
 
 namespace mcring::core {
@@ -22,6 +23,10 @@ class Steps final : public DispatchSteps {
   }
   void onWarmupCopyReply(const protocol::Reply& rep, WorkerContext& worker) const override {
     core::onWarmupCopyReply(rep, worker);
+  }
+  void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::string_view unit,
+                         WorkerContext& worker) const override {
+    core::onSpreadFillReply(r, rep, unit, worker);
   }
 };
 

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <iterator>
 
+#include "proxy/common/clock.h"
 #include "proxy/common/log.h"
 #include "proxy/dispatch/multiget.h"
+#include "proxy/dispatch/spread_fill.h"
 #include "proxy/dispatch/warmup.h"
 #include "proxy/protocol/reply_lines.h"
 
@@ -107,12 +109,36 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
   }
   net::Buffer& in = src_->input();
   std::string_view key = req_->routingKey(line, 0);
-  BackendServer* server = pool_->by_index[pool_->route(key)];
+  uint32_t index = pool_->route(key);
+  // A spread key (backend/hot_spread.h): a write goes to every copy, a plain mg to one.
+  // (A base64 meta key is looked up decoded: its writes reach the copies like any other.)
+  const std::shared_ptr<SpreadEntry>* spread = pool_->spreadEntry(key);
+  const SpreadUse use = spread != nullptr ? spreadUse(line) : SpreadUse::Primary;
+  uint32_t copy = 0;
+  if (use == SpreadUse::ReadCopy) {
+    copy = readCopy(*spread);
+    index = (*spread)->copies[copy];
+  }
+  BackendServer* server = pool_->by_index[index];
   countForBackend(*server, key);
   BackendConnection* conn = server->connectionFor(src_->id());
   if (conn == nullptr) {
     failUnavailable(r, *server, consumedLength());
     return;
+  }
+  if (use == SpreadUse::ReadCopy && copy > 0) {
+    r->spread_role = SpreadRole::Read;
+    r->spread = *spread;
+    r->spread_copy = copy;
+  } else if (use == SpreadUse::Invalidate) {
+    // Its copies could not be written alike (a cas value, meta flags): none is read again until
+    // a fill, which waits for this write to be done (settleSpreadWrite).
+    SpreadEntry& e = **spread;
+    r->spread_role = SpreadRole::Invalidate;
+    r->spread = *spread;
+    e.writes_started.fetch_add(1);
+    e.filled.store(1);
+    stats::bump(counters.spread_invalidations);
   }
   if (pool_->warmup) {
     if (BackendServer* prev = pool_->warmup->previousOwner(key, server)) {
@@ -135,6 +161,10 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
         invalidatePrevious(r, *prev, line);
       }
     }
+  }
+  if (use == SpreadUse::Write) {
+    dispatchSpreadWrite(r, *conn, *spread, line);
+    return;
   }
   net::Buffer& out = conn->output();
   uint64_t sent = consumedLength();
@@ -164,6 +194,118 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
     }
   }
   conn->expect(r, 0, Delivery::Direct, Expect::OneUnit, sent);
+}
+
+// What a request does to a spread key. Writes that every copy applies alike go to all of them;
+// a cas (its unique is the primary's) and the meta writes (flags mcring does not reason about)
+// go to the primary and unfill the copies; reads that return a CAS, or may change the item, go
+// to the primary (the latter unfill the copies too).
+Dispatcher::SpreadUse Dispatcher::spreadUse(std::string_view line) const {
+  switch (req_->command) {
+    case Command::Set:
+    case Command::Add:
+    case Command::Replace:
+    case Command::Append:
+    case Command::Prepend:
+    case Command::Delete:
+    case Command::Incr:
+    case Command::Decr:
+    case Command::Touch:
+      return SpreadUse::Write;
+    case Command::MetaGet: {
+      std::string_view args = req_->args.in(line);
+      size_t key_end = req_->keys[0].offset + req_->keys[0].length - req_->args.offset;
+      std::string_view flags = args.substr(std::min(key_end, args.size()));
+      bool cas = false;
+      for (size_t i = 0; i < flags.size(); ++i) {
+        if (flags[i] == ' ' || flags[i] == '\r' || flags[i] == '\n' ||
+            (i > 0 && flags[i - 1] != ' ')) {
+          continue;  // only each token's first character is its flag
+        }
+        if (flags[i] == 'c') {
+          cas = true;
+        } else if (std::string_view("vfktOsqb").find(flags[i]) == std::string_view::npos) {
+          return SpreadUse::Invalidate;  // N, T, E, I, h, l, ...: it may change the item
+        }
+      }
+      return cas ? SpreadUse::Primary : SpreadUse::ReadCopy;
+    }
+    case Command::MetaDebug:
+      return SpreadUse::Primary;
+    default:
+      return SpreadUse::Invalidate;
+  }
+}
+
+// The copy a plain read of a spread key goes to: a random filled one (the primary while the
+// key collapses, or during a warm-up window, whose second hops assume the key's own server).
+// Starts a fill if a copy is unfilled and the pool's set has settled.
+uint32_t Dispatcher::readCopy(const std::shared_ptr<SpreadEntry>& entry) {
+  SpreadEntry& e = *entry;
+  if (pool_->warmup) {
+    return 0;
+  }
+  const uint64_t now = common::coarseMonotonicNs() / 1000000;
+  if (e.phase.load() == SpreadPhase::Spreading && !e.allFilled(now) &&
+      pool_->spread->settled(now)) {
+    startSpreadFill(*pool_, entry, worker_, src_->id());
+  }
+  rng_ ^= rng_ << 13;
+  rng_ ^= rng_ >> 7;
+  rng_ ^= rng_ << 17;
+  uint32_t copy = e.pickRead(rng_, now);
+  e.reads[copy].fetch_add(1, std::memory_order_relaxed);
+  if (copy > 0) {
+    stats::bump(worker_.counters().spread_reads);
+  }
+  return copy;
+}
+
+// A write of a spread key: to every copy (classic noreply dropped there, as for the primary:
+// mcring reads every reply), the client's reply the primary's, sent once every copy answered
+// (`rewrites`: never streamed before). A copy that answers otherwise loses its filled bit.
+void Dispatcher::dispatchSpreadWrite(PendingRequest* r, BackendConnection& primary,
+                                     const std::shared_ptr<SpreadEntry>& entry,
+                                     std::string_view line) {
+  SpreadEntry& e = *entry;
+  net::Buffer& in = src_->input();
+  const protocol::Span& t = req_->noreply_token;
+  std::string head(line.substr(0, t.empty() ? req_->line_length : t.offset));
+  if (!t.empty()) {
+    head.append(line.substr(t.offset + t.length, req_->line_length - t.offset - t.length));
+  }
+  if (req_->command == Command::Touch) {
+    r->resend = head;  // replayable (see replayable())
+  }
+  r->rewrites = true;
+  r->spread_role = SpreadRole::Write;
+  r->spread = entry;
+  r->spread_replies.assign(e.copies.size(), kSpreadPending);
+  e.writes_started.fetch_add(1);
+  in.drain(req_->line_length);
+  const uint64_t data_length = req_->has_data ? req_->value_length + 2 : 0;
+  std::string_view data = data_length > 0 ? in.contiguous(data_length) : std::string_view();
+  auto& counters = worker_.counters();
+  for (uint32_t i = 1; i < e.copies.size(); ++i) {
+    BackendServer* server = pool_->by_index[e.copies[i]];
+    stats::bump(server->stats().*kBackendCounterOf[effectIndex(req_->command)]);
+    BackendConnection* conn = server->connectionFor(src_->id());
+    if (conn == nullptr) {
+      continue;  // its reply stays pending: the copy is unfilled when the write settles
+    }
+    net::Buffer& out = conn->output();
+    out.append(head);
+    out.append(data);
+    ++r->fragments_left;
+    stats::bump(counters.spread_write_copies);
+    conn->expect(r, i, Delivery::SpreadCopy, Expect::OneUnit, head.size() + data.size());
+  }
+  net::Buffer& out = primary.output();
+  out.append(head);
+  if (data_length > 0) {
+    in.moveTo(out, data_length);
+  }
+  primary.expect(r, 0, Delivery::Direct, Expect::OneUnit, head.size() + data_length);
 }
 
 // A keyed request that is safe to send twice if its backend connection closes under it
@@ -238,8 +380,23 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
   }
   routes_.resize(n);
   bool single = true;
+  // Plain get/gat keys that are spread go to one of their filled copies (gets/gats return the
+  // primary's CAS unique: to the primary).
+  const bool spreadable = pool_->spread && !pool_->spread->entries.empty() &&
+                          (req_->command == Command::Get || req_->command == Command::Gat);
+  spread_reads_.clear();
   for (size_t i = 0; i < n; ++i) {
-    routes_[i] = pool_->route(req_->keys[i].in(line));
+    std::string_view key = req_->keys[i].in(line);
+    routes_[i] = pool_->route(key);
+    if (spreadable) {
+      if (const std::shared_ptr<SpreadEntry>* e = pool_->spreadEntry(key)) {
+        uint32_t copy = readCopy(*e);
+        if (copy > 0) {
+          routes_[i] = (*e)->copies[copy];
+          spread_reads_.push_back({static_cast<uint32_t>(i), copy, *e});
+        }
+      }
+    }
     single = single && routes_[i] == routes_[0];
   }
   bool warm = false;
@@ -249,10 +406,11 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
              nullptr;
     }
   }
-  if (!single || warm || coalescing() || splitsLines(line.size())) {
+  if (!single || warm || coalescing() || splitsLines(line.size()) || !spread_reads_.empty()) {
     // A moved key's miss takes a second hop: that needs the per-key bookkeeping of a split get,
     // and so does a get whose keys share a line with other requests' (coalesce_gets), and a long
-    // gat/gats that goes to its server as several lines.
+    // gat/gats that goes to its server as several lines; and a key read at a spread copy, whose
+    // miss there clears the copy (completeRequest).
     dispatchMultiget(line, warm);
     return;
   }
@@ -285,6 +443,8 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
   r->key_offsets.resize(2 * n);
   r->key_fragment.resize(n);
   r->key_hit_length.assign(n, 0);
+  r->spread_reads.swap(spread_reads_);
+  spread_reads_.clear();
   size_t servers = pool_->by_index.size();
   fragment_of_.assign(servers, -1);
   fragment_bytes_.clear();

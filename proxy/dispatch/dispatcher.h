@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -61,6 +62,12 @@ class Dispatcher {
     return line_length > kMaxBackendLine &&
            (req_->command == protocol::Command::Gat || req_->command == protocol::Command::Gats);
   }
+  // Hot-key spread (backend/hot_spread.h).
+  enum class SpreadUse : uint8_t { Primary, Write, Invalidate, ReadCopy };
+  SpreadUse spreadUse(std::string_view line) const;
+  uint32_t readCopy(const std::shared_ptr<SpreadEntry>& entry);
+  void dispatchSpreadWrite(PendingRequest* r, BackendConnection& primary,
+                           const std::shared_ptr<SpreadEntry>& entry, std::string_view line);
   void invalidatePrevious(PendingRequest* r, BackendServer& prev, std::string_view line);
   bool replayable(std::string_view line) const;
   void dispatchFlushAll(std::string_view line);
@@ -83,6 +90,8 @@ class Dispatcher {
   std::vector<uint32_t> routes_;      // scratch: server of each key of a multi-get
   std::vector<int32_t> fragment_of_;  // scratch: fragment of each server, -1 if none
   std::vector<size_t> fragment_bytes_;  // scratch: line bytes of each fragment so far
+  std::vector<SpreadRead> spread_reads_;  // scratch: the get's keys served by a spread copy
+  uint64_t rng_ = 0x9e3779b97f4a7c15ULL;  // xorshift: which copy a spread key's read goes to
 };
 
 }  // namespace mcring::core

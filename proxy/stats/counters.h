@@ -54,7 +54,13 @@ namespace mcring::stats {
   X(warmup_copies_not_stored, Counter, "warm-up: copies refused because the new server already had a (newer) value") \
   X(warmup_copies_cancelled, Counter, "warm-up: copies not sent because the key was written or deleted meanwhile") \
   X(warmup_copy_errors, Counter, "warm-up: copies that failed (server error or connection fault)") \
-  X(warmup_invalidations, Counter, "warm-up: deletes sent to the previous server of a moved key being written or deleted")
+  X(warmup_invalidations, Counter, "warm-up: deletes sent to the previous server of a moved key being written or deleted") \
+  X(spread_reads, Counter, "hot-key spread: plain reads of a spread key served by a copy other than its own server") \
+  X(spread_write_copies, Counter, "hot-key spread: writes sent to a spread key's copies (beyond its own server)") \
+  X(spread_copy_mismatches, Counter, "hot-key spread: copies that answered a write differently from the primary, failed, or missed a read (no longer read until filled again)") \
+  X(spread_invalidations, Counter, "hot-key spread: writes of a spread key sent to its own server only (cas, meta writes), which unfill every copy") \
+  X(spread_fills, Counter, "hot-key spread: copies filled from the primary") \
+  X(spread_fills_abandoned, Counter, "hot-key spread: fills given up (the key was written meanwhile, a miss or error at the primary, a failed copy)")
 
 enum class MetricKind : uint8_t { Counter, Gauge };
 

@@ -1,0 +1,75 @@
+// Spread writes compared copy by copy, copy misses, fill ends.
+#include "proxy/backend/spread_write.h"
+
+#include <functional>
+
+#include "proxy/common/clock.h"
+
+namespace mcring::core {
+
+void recordSpreadReply(PendingRequest& r, uint32_t copy, const protocol::Reply& rep,
+                       std::string_view line) {
+  if (copy >= r.spread_replies.size()) {
+    return;
+  }
+  if (copy == 0) {
+    r.spread_primary_ok = !rep.isError();
+  }
+  // The whole line: storage replies are fixed words, incr/decr's a number both must agree on.
+  uint64_t h = std::hash<std::string_view>{}(line.substr(0, rep.line_length));
+  r.spread_replies[copy] = h >= kSpreadPending ? h - 2 : h;
+}
+
+void missedAtCopy(SpreadEntry& entry, uint32_t copy, stats::WorkerCounters& c) {
+  if (copy == 0) {
+    return;
+  }
+  entry.clearCopy(copy);
+  stats::bump(c.spread_copy_mismatches);
+}
+
+void settleSpreadWrite(PendingRequest& r, stats::WorkerCounters& c) {
+  if (!r.spread) {
+    return;
+  }
+  if (r.spread_role == SpreadRole::Invalidate) {
+    r.spread->writes_done.fetch_add(1);
+    return;
+  }
+  if (r.spread_role != SpreadRole::Write) {
+    return;
+  }
+  SpreadEntry& e = *r.spread;
+  const uint64_t primary = r.spread_replies.empty() ? kSpreadFailed : r.spread_replies[0];
+  const bool primary_ok = r.spread_primary_ok && primary != kSpreadFailed;
+  for (uint32_t i = 1; i < r.spread_replies.size(); ++i) {
+    // A copy the request did not reach (no connection) is still pending: it differs too.
+    if (!primary_ok || r.spread_replies[i] != primary) {
+      if ((e.filled.load() & (1u << i)) != 0) {
+        stats::bump(c.spread_copy_mismatches);
+      }
+      e.clearCopy(i);
+    }
+  }
+  // Only now, after the bits: a fill that starts next sees the copies as this write left them.
+  e.writes_done.fetch_add(1);
+}
+
+void endSpreadFill(PendingRequest& r, bool ok, stats::WorkerCounters& c) {
+  if (!r.spread) {
+    return;
+  }
+  SpreadEntry& e = *r.spread;
+  if (ok && r.spread_role == SpreadRole::FillWrite && e.writes_started.load() == r.spread_mark &&
+      e.phase.load() == SpreadPhase::Spreading) {
+    e.markFilled(r.spread_copy, common::monotonicNs() / 1000000);
+    e.fills.fetch_add(1);
+    stats::bump(c.spread_fills);
+  } else {
+    e.fills_abandoned.fetch_add(1);
+    stats::bump(c.spread_fills_abandoned);
+  }
+  e.fill_in_flight.store(false);
+}
+
+}  // namespace mcring::core

@@ -1,0 +1,179 @@
+// Hot-key spread fills: read the primary, write the copy, mark it filled if nothing changed.
+#include "proxy/dispatch/spread_fill.h"
+
+#include <algorithm>
+#include <charconv>
+#include <ctime>
+#include <string>
+
+#include "proxy/backend/backend_connection.h"
+#include "proxy/backend/backend_server.h"
+#include "proxy/backend/spread_write.h"
+#include "proxy/common/clock.h"
+
+namespace mcring::core {
+
+namespace {
+
+constexpr int64_t kMaxRelativeTtl = 60 * 60 * 24 * 30;  // memcached reads more as a unix time
+
+// "VA <len> f<flags> t<ttl>\r\n": the value's length, client flags and remaining TTL (-1: none).
+struct FillValue {
+  uint64_t length = 0;
+  std::string_view flags = "0";
+  int64_t ttl = -1;
+};
+
+bool parseFillValue(std::string_view line, FillValue* v) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) {
+    line.remove_suffix(1);
+  }
+  size_t index = 0;
+  size_t pos = 0;
+  bool ok = true;
+  while (pos < line.size() && ok) {
+    size_t end = std::min(line.find(' ', pos), line.size());
+    std::string_view token = line.substr(pos, end - pos);
+    pos = end + 1;
+    if (token.empty()) {
+      continue;
+    }
+    if (index == 0) {
+      ok = token == "VA";
+    } else if (index == 1) {
+      ok = std::from_chars(token.data(), token.data() + token.size(), v->length).ec == std::errc();
+    } else if (token[0] == 'f') {
+      v->flags = token.substr(1);
+    } else if (token[0] == 't') {
+      std::string_view t = token.substr(1);
+      ok = std::from_chars(t.data(), t.data() + t.size(), v->ttl).ec == std::errc();
+    }
+    ++index;
+  }
+  return ok && index >= 2;
+}
+
+PendingRequest* detached(WorkerContext& worker, const PendingRequest* like) {
+  PendingRequest* r = worker.requests().acquire();
+  r->refs = 1;
+  r->fragments_left = 1;
+  r->noreply = true;
+  if (like != nullptr) {
+    r->spread = like->spread;
+    r->spread_copy = like->spread_copy;
+    r->spread_mark = like->spread_mark;
+    r->spread_pool = like->spread_pool;
+  }
+  return r;
+}
+
+void abandon(SpreadEntry& e, WorkerContext& worker) {
+  e.fills_abandoned.fetch_add(1);
+  stats::bump(worker.counters().spread_fills_abandoned);
+  e.fill_in_flight.store(false);
+}
+
+}  // namespace
+
+void startSpreadFill(PoolRuntime& pool, const std::shared_ptr<SpreadEntry>& entry,
+                     WorkerContext& worker, uint64_t session_id) {
+  SpreadEntry& e = *entry;
+  const uint64_t now = common::monotonicNs() / 1000000;
+  if (e.phase.load() != SpreadPhase::Spreading || e.allFilled(now) || e.fill_in_flight.load()) {
+    return;
+  }
+  bool idle = false;
+  if (!e.fill_in_flight.compare_exchange_strong(idle, true)) {
+    return;  // another worker's
+  }
+  const uint64_t mark = e.writes_started.load();
+  const uint32_t copy = e.firstUnfilled(now);
+  if (copy == 0 || mark != e.writes_done.load() || mark == e.missed_at.load()) {
+    e.fill_in_flight.store(false);  // a write is in flight: the next read tries again
+    return;
+  }
+  BackendConnection* conn = pool.by_index[e.copies[0]]->connectionFor(session_id);
+  if (conn == nullptr) {
+    abandon(e, worker);
+    return;
+  }
+  PendingRequest* r = detached(worker, nullptr);
+  r->spread_role = SpreadRole::FillRead;
+  r->spread = entry;
+  r->spread_copy = copy;
+  r->spread_mark = mark;
+  r->spread_pool = &pool;
+  net::Buffer& out = conn->output();
+  out.append("mg ");
+  out.append(e.key);
+  out.append(" v f t\r\n");
+  conn->expect(r, 0, Delivery::SpreadFill, Expect::OneUnit, e.key.size() + 11);
+  worker.requests().release(r);  // the connection's reference keeps it until the reply
+}
+
+void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::string_view unit,
+                       WorkerContext& worker) {
+  auto& c = worker.counters();
+  if (!r.spread) {
+    return;
+  }
+  SpreadEntry& e = *r.spread;
+  if (r.spread_role == SpreadRole::FillWrite) {
+    endSpreadFill(r, rep.kind == protocol::ReplyKind::MetaHit, c);
+    return;
+  }
+  // The primary's value. A miss leaves the copy unfilled: it is not read, and a miss at the
+  // primary is what a read of the key answers anyway.
+  FillValue v;
+  if (rep.kind == protocol::ReplyKind::MetaMiss) {
+    e.missed_at.store(r.spread_mark);
+  }
+  PoolRuntime* pool = r.spread_pool;
+  const std::shared_ptr<SpreadEntry>* now = pool != nullptr ? pool->spreadEntry(e.key) : nullptr;
+  if (rep.kind != protocol::ReplyKind::MetaValue ||
+      !parseFillValue(unit.substr(0, rep.line_length), &v) || v.length + 2 != rep.data_length ||
+      v.ttl == 0 || now == nullptr || now->get() != &e ||
+      e.writes_started.load() != r.spread_mark) {
+    // (Also when a reload moved the pool to another snapshot, whose copies are other servers.)
+    abandon(e, worker);
+    return;
+  }
+  // The primary's remaining TTL, at most hot_key_copy_ttl (and a second or two, so the item
+  // outlives the time it may be read: memcached's clock has one-second steps).
+  int64_t t = v.ttl;
+  if (e.copy_ttl_ms > 0) {
+    const int64_t bound = static_cast<int64_t>(e.copy_ttl_ms / 1000) + 2;
+    t = t < 0 ? bound : std::min(t, bound);
+  }
+  std::string ttl = "0";
+  if (t > 0) {
+    if (t > kMaxRelativeTtl) {
+      t += static_cast<int64_t>(::time(nullptr));
+    }
+    ttl = std::to_string(t);
+  }
+  BackendConnection* conn = pool->by_index[e.copies[r.spread_copy]]->connectionFor(r.spread_mark);
+  if (conn == nullptr) {
+    abandon(e, worker);
+    return;
+  }
+  PendingRequest* w = detached(worker, &r);
+  w->spread_role = SpreadRole::FillWrite;
+  std::string line = "ms ";
+  line.append(e.key);
+  line += ' ';
+  line += std::to_string(v.length);
+  line += " F";
+  line.append(v.flags);
+  line += " T";
+  line += ttl;
+  line += "\r\n";
+  std::string_view data = unit.substr(rep.line_length);  // the value and its "\r\n"
+  net::Buffer& out = conn->output();
+  out.append(line);
+  out.append(data);
+  conn->expect(w, 0, Delivery::SpreadFill, Expect::OneUnit, line.size() + data.size());
+  worker.requests().release(w);
+}
+
+}  // namespace mcring::core
