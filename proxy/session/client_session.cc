@@ -81,15 +81,24 @@ void ClientSession::processInput() {
   in_process_ = true;
   net::Buffer& in = tcp_->input();
   if (wire_ == Wire::Unknown && in.size() > 0) {
-    // A pool that requires authentication speaks text only, as memcached -Y does (a binary
-    // request there is answered CLIENT_ERROR unauthenticated, by the text path below): binary
-    // clients have no way to authenticate (no SASL), so they must not get past it.
-    wire_ = static_cast<uint8_t>(in.byteAt(0)) == protocol::kBinaryRequestMagic &&
-                    !mustAuthenticate()
-                ? Wire::Binary
-                : Wire::Text;
+    wire_ = static_cast<uint8_t>(in.byteAt(0)) == protocol::kBinaryRequestMagic ? Wire::Binary
+                                                                               : Wire::Text;
   }
   while (!closed_ && !closing_ && !draining_ && !throttled()) {
+    if (wire_ == Wire::Binary && mustAuthenticate()) {
+      // Binary clients cannot authenticate (no SASL). memcached -Y answers a binary
+      // connection's first whole header, and every read after it, with the text error and
+      // drops what it read, keeping the connection: so does mcring.
+      if (!binary_refused_ && in.size() < protocol::kBinaryHeaderSize) {
+        wantInput(protocol::kBinaryHeaderSize);
+        break;
+      }
+      binary_refused_ = true;
+      in.drain(in.size());
+      stats::bump(worker_.counters().client_unauthenticated);
+      completeWith(newRequest(Command::Set), kUnauthenticated);
+      break;
+    }
     if (wire_ == Wire::Binary) {
       if (!processBinaryPacket(in)) {
         break;

@@ -152,6 +152,7 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   // Decided on the connection's first byte, as memcached does.
   enum class Wire : uint8_t { Unknown, Text, Binary };
   Wire wire_ = Wire::Unknown;
+  bool binary_refused_ = false;  // a binary client of a pool that requires authentication
   protocol::BinaryFramer binary_framer_;
   protocol::BinaryRequest binary_req_;
   protocol::BinaryTranslation binary_translation_;

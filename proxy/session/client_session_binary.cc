@@ -34,17 +34,6 @@ bool ClientSession::processBinaryPacket(net::Buffer& in) {
     case BinaryFrameKind::Request:
       break;
   }
-  if (mustAuthenticate()) {
-    // A reload turned client_auth_file on under this binary connection: it cannot
-    // authenticate, so it is answered an auth failure and closed.
-    in.drain(frame.length);
-    stats::bump(worker_.counters().client_unauthenticated);
-    binary_req_.error = protocol::BinaryStatus::AuthError;
-    binary_req_.silent = false;
-    binary_req_.close = true;
-    rejectBinary();
-    return true;
-  }
   stats::bump(worker_.counters().bytes_read, frame.length);
   dispatchBinary(in, frame.length);
   if (input_reserved_ > 0) {

@@ -163,9 +163,9 @@ class StalenessTest(SpreadCase):
                 hist.done = (seq, "delete" if delete else "set")
             time.sleep(0.004)  # room for fills between writes
 
-    def reader(self, conn, hist, stop, out, mode):
+    def reader(self, conn, hist, stop, out, mode, count=None):
         stale = misses = extra = hits = 0
-        for i in range(self.READS):
+        for i in range(count or self.READS):
             if stop.is_set():
                 break
             floor_seq, floor_kind = hist.floor()
@@ -196,7 +196,10 @@ class StalenessTest(SpreadCase):
         stop = threading.Event()
         warm = [self.conn(self.cl, timeout=10) for _ in range(2)]
         out = []
-        pre = [threading.Thread(target=self.reader, args=(c, hist, stop, out, "get"))
+        # They read until the copies are filled (bounded: wait_spread's deadline stops them), not
+        # a fixed count: on a fast machine a count ran out before the key had spread, the key
+        # cooled, and it never did.
+        pre = [threading.Thread(target=self.reader, args=(c, hist, stop, out, "get", 10 ** 6))
                for c in warm]
         for t in pre:
             t.start()
@@ -277,8 +280,8 @@ class SpreadWriteFormsTest(SpreadCase):
 
         def reader():
             c = self.conn(self.cl, timeout=10)
-            for _ in range(20000):
-                if stop.is_set():
+            for _ in range(10 ** 6):  # until the test is done (it sets stop); not a count that
+                if stop.is_set():     # can run out before the key has spread on a fast machine
                     break
                 c.request(b"get " + HOT + b"\r\n")
         t = threading.Thread(target=reader)
