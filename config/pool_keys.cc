@@ -138,10 +138,6 @@ void setFile(ValueReader& v, std::string& field) {
   setString(v, field, "a file path");
 }
 
-std::string showString(const std::string& s) {
-  return s.empty() ? std::string("\"\"") : s;
-}
-
 void setServers(ValueReader& v, PoolConfig& pool) {
   auto elements = v.sequence("a list of servers");
   if (!elements) {
