@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include <openssl/evp.h>
+
 #include "mcring_version.h"
 #include "proxy/admin/hot_key_watch.h"
 #include "proxy/admin/membership_monitor.h"
@@ -182,8 +184,32 @@ void StatsReporter::renderEvents(std::string* out) const {
 // hottest first:
 //   STAT hotkeys:<pool> enabled=1 window_start_ms=.. window_end_ms=.. request_rate=..
 //        load_imbalance=.. memory_bytes=.. memory_bound=..
-//   STAT hotkey:<pool>:<rank> key=<key> rate=<req/s> share=<0..1> error=<req/s> count=..
+//   STAT hotkey:<pool>:<rank> key=<key> (key_b64=<base64> if it holds spaces, control or
+//        non-ASCII bytes) rate=<req/s> share=<0..1> error=<req/s> count=..
 //        backends=<host:port,...>
+namespace {
+
+// " key=<key>", or " key_b64=<base64>" for a key with bytes a STAT line cannot carry as they are
+// (a binary or meta-base64 client's key may hold spaces, CR, LF: "x\r\nEND\r\n" would end the
+// reply early and forge lines for the reader's next request).
+std::string hotKeyField(const std::string& key) {
+  bool plain = !key.empty();
+  for (unsigned char c : key) {
+    plain = plain && c > 0x20 && c < 0x7f;
+  }
+  if (plain) {
+    return " key=" + key;
+  }
+  std::string b64(4 * ((key.size() + 2) / 3) + 1, '\0');
+  int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(b64.data()),
+                          reinterpret_cast<const unsigned char*>(key.data()),
+                          static_cast<int>(key.size()));
+  b64.resize(static_cast<size_t>(n));
+  return " key_b64=" + b64;
+}
+
+}  // namespace
+
 void StatsReporter::renderHotKeys(std::string* out) const {
   if (hot_keys_ != nullptr) {
     char buf[256];
@@ -199,8 +225,8 @@ void StatsReporter::renderHotKeys(std::string* out) const {
       for (const HotKeyRow& k : p.keys) {
         std::snprintf(buf, sizeof(buf), " rate=%.1f share=%.4f error=%.1f count=%llu backends=",
                       k.rate, k.share, k.error, static_cast<unsigned long long>(k.count));
-        out->append("STAT hotkey:" + p.pool + ":" + std::to_string(++rank) + " key=" + k.key +
-                    buf);
+        out->append("STAT hotkey:" + p.pool + ":" + std::to_string(++rank) +
+                    hotKeyField(k.key) + buf);
         for (size_t i = 0; i < k.backends.size(); ++i) {
           out->append(i == 0 ? "" : ",");
           out->append(k.backends[i]);

@@ -101,6 +101,10 @@ bool TcpConnection::peerFinished(uint64_t* unread) const {
   return true;
 }
 
+bool TcpConnection::tlsBuffered() const {
+  return ssl_ != nullptr && !tls_needs_socket_ && SSL_has_pending(ssl_) == 1;
+}
+
 void TcpConnection::close() {
   if (fd_ >= 0) {
     if (flush_queued_) {
@@ -270,7 +274,7 @@ void TcpConnection::updateReadEvent() {
       event_add(read_ev_, nullptr);
     }
     read_armed_ = true;
-    if (ssl_ != nullptr && SSL_has_pending(ssl_)) {
+    if (tlsBuffered()) {
       // Decrypted (or buffered) bytes that no readiness event will announce.
       event_active(read_ev_, EV_READ, 0);
     }
@@ -405,7 +409,7 @@ void TcpConnection::handleRead(short what) {
     continueHandshake(g);
     return;
   }
-  if ((what & EV_TIMEOUT) && !(what & EV_READ) && !(ssl_ != nullptr && SSL_has_pending(ssl_))) {
+  if ((what & EV_TIMEOUT) && !(what & EV_READ) && !tlsBuffered()) {
     // libevent processes expired timers after polling and reports them alone, so when this
     // thread was not scheduled for longer than the timeout (a loaded host, a paused VM), bytes
     // that arrived meanwhile look like a timeout. Look before failing.
@@ -468,7 +472,7 @@ void TcpConnection::handleRead(short what) {
     }
     evbuffer_commit_space(in, vec, n);
     total += got;
-    if (got < room && (ssl_ == nullptr || !SSL_has_pending(ssl_))) {
+    if (got < room && !tlsBuffered()) {
       // The socket is (very likely) drained: the next read would only say EAGAIN. (A TLS read
       // returns at most a record, so there it is drained only if OpenSSL holds nothing more;
       // the socket itself, level-triggered, will be reported again if it has more.)
@@ -487,7 +491,7 @@ void TcpConnection::handleRead(short what) {
     updateReadEvent();
   }
   if (ssl_ != nullptr) {
-    if (read_armed_ && SSL_has_pending(ssl_)) {
+    if (read_armed_ && tlsBuffered()) {
       event_active(read_ev_, EV_READ, 0);  // the per-event bound stopped it: go on next pass
     }
     if (write_wants_read_ && write_enabled_ && !connecting_) {
@@ -589,6 +593,7 @@ ssize_t TcpConnection::readSocket(iovec* iov, int n) {
     size_t got = 0;
     ERR_clear_error();
     int r = SSL_read_ex(ssl_, iov[i].iov_base, iov[i].iov_len, &got);
+    tls_needs_socket_ = false;
     if (r == 1) {
       total += got;
       if (got < iov[i].iov_len) {
@@ -606,6 +611,12 @@ ssize_t TcpConnection::readSocket(iovec* iov, int n) {
     }
     if (total > 0) {
       return static_cast<ssize_t>(total);
+    }
+    if (e == SSL_ERROR_WANT_READ) {
+      // What OpenSSL holds (read ahead) is part of a record, or of a handshake message: only
+      // the socket can complete it, and it will say so. Re-activating on SSL_has_pending here
+      // spun the worker at 100% on a client that sent one byte of a ClientHello.
+      tls_needs_socket_ = true;
     }
     switch (e) {
       case SSL_ERROR_WANT_READ:

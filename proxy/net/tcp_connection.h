@@ -167,6 +167,10 @@ class TcpConnection {
   bool in_before_write_ = false;  // bytes added by onBeforeWrite are written by this write
   // TLS: ssl_ is null on a plaintext connection.
   ssl_st* ssl_ = nullptr;
+  // The last SSL_read wanted more bytes from the socket: what OpenSSL buffers is incomplete.
+  bool tls_needs_socket_ = false;
+  // OpenSSL holds bytes a readiness event will not announce (decrypted data, whole records).
+  bool tlsBuffered() const;
   bool handshaking_ = false;       // client side: TCP connected, handshake not finished
   bool read_wants_write_ = false;  // SSL_read needs the socket writable (retry on EV_WRITE)
   bool write_wants_read_ = false;  // SSL_write needs bytes from the peer (retry after a read)
