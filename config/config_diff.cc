@@ -67,6 +67,7 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
   keyChange(&k, "ketama_compat", std::string(routing::ketamaCompatName(a.routing.ketama_compat)),
             std::string(routing::ketamaCompatName(b.routing.ketama_compat)));
   keyChange(&k, "hash_tag", a.routing.hash_tag, b.routing.hash_tag);
+  keyChange(&k, "replicas", str(a.routing.replicas), str(b.routing.replicas));
   keyChange(&k, "timeout", str(a.timeout_ms), str(b.timeout_ms));
   keyChange(&k, "server_connections", str(a.server_connections), str(b.server_connections));
   keyChange(&k, "client_connections", str(a.client_connections), str(b.client_connections));

@@ -762,6 +762,19 @@ const std::array kPoolKeys = {
         .show = [](const PoolConfig& p) { return std::string(hotKeyMetricsName(p.hot_key_metrics)); },
     },
     PoolKey{
+        .name = "replicas", .type = "integer", .origin = KeyOrigin::Mcring,
+        .meaning = "Servers that hold each key, 1 to 8 and at most the pool's servers: its own "
+                   "server and the next distinct ones of its preference list (ketama: the next "
+                   "servers clockwise on the ring; rendezvous: the next highest scores; maglev, "
+                   "modula: the next slots of the table; jump and random: 1 only). 1: no "
+                   "replication. Writes go to every replica, reads fail over to the next one "
+                   "(README, \"Replication and failover\").",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.routing.replicas, 1, routing::kMaxReplicas);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.routing.replicas); },
+    },
+    PoolKey{
         .name = "maglev_table_size", .type = "integer", .origin = KeyOrigin::Mcring,
         .meaning = "With `distribution: maglev`, the lookup table size: a prime larger than the "
                    "number of servers.",

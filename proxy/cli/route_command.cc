@@ -4,6 +4,8 @@
 // runs anywhere), so its answers are the proxy's answers.
 #include "proxy/cli/route_command.h"
 
+#include <array>
+
 #include <getopt.h>
 
 #include <cstdio>
@@ -21,7 +23,9 @@ void usage(FILE* out) {
   std::fprintf(out,
                "Usage: mcring route -c FILE [--pool NAME] [KEY ...]\n"
                "Prints KEY<TAB>HOST:PORT (and <TAB>NAME for named servers) for each KEY,\n"
-               "or for each line of standard input when no KEY is given.\n"
+               "or for each line of standard input when no KEY is given. In a pool with\n"
+               "replicas: N > 1, KEY<TAB>HOST:PORT<TAB>HOST:PORT... : the key's whole replica\n"
+               "set, its own server first.\n"
                "  -c, --conf-file FILE  configuration file (required)\n"
                "      --pool NAME       pool to route in (default: the first pool)\n"
                "  -h, --help            this help\n");
@@ -88,10 +92,19 @@ int runRouteCommand(int argc, char** argv) {
     return 1;
   }
   auto print = [&](const std::string& key) {
-    const config::ServerConfig& s = pool->servers[router->route(key)];
-    std::string out = key + "\t" + s.identity();
-    if (!s.spec.name.empty()) {
-      out += "\t" + s.spec.name;
+    std::string out = key;
+    if (pool->routing.replicas > 1) {
+      std::array<uint32_t, routing::kMaxReplicas> set{};
+      const uint32_t n = router->replicaSet(key, set);
+      for (uint32_t i = 0; i < n; ++i) {
+        out += "\t" + pool->servers[set[i]].identity();
+      }
+    } else {
+      const config::ServerConfig& s = pool->servers[router->route(key)];
+      out += "\t" + s.identity();
+      if (!s.spec.name.empty()) {
+        out += "\t" + s.spec.name;
+      }
     }
     out += "\n";
     std::fwrite(out.data(), 1, out.size(), stdout);

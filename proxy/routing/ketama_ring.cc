@@ -61,4 +61,21 @@ std::vector<double> KetamaRing::ownership() const {
   return share;
 }
 
+uint32_t KetamaRing::successors(uint32_t hash, uint32_t n, uint32_t* out) const {
+  // The first point >= hash (point_count_: past the last, which wraps to the first).
+  const size_t first = static_cast<size_t>(
+      std::lower_bound(values_.begin(), values_.begin() + static_cast<std::ptrdiff_t>(point_count_),
+                       hash) -
+      values_.begin());
+  const uint32_t want = static_cast<uint32_t>(std::min<size_t>(n, server_count_));
+  uint32_t count = 0;
+  for (size_t step = 0; step < point_count_ && count < want; ++step) {
+    const uint32_t s = owners_[(first + step) % point_count_];
+    if (std::find(out, out + count, s) == out + count) {
+      out[count++] = s;
+    }
+  }
+  return count;
+}
+
 }  // namespace mcring::routing

@@ -48,6 +48,10 @@ class KetamaRing {
     return owners_[i];
   }
 
+  // Up to n distinct owners of the points from lookup(hash)'s clockwise, lookup(hash) first
+  // (the key's replica set, Router::preferenceList); returns how many were written.
+  uint32_t successors(uint32_t hash, uint32_t n, uint32_t* out) const;
+
   size_t pointCount() const { return point_count_; }
   size_t serverCount() const { return server_count_; }
   // The distinct point values, ascending (without the lookup padding).

@@ -1,4 +1,5 @@
 // The ketama distribution: the key hash looked up on the continuum of the chosen flavour.
+#include <algorithm>
 #include <memory>
 
 #include "proxy/routing/distributions.h"
@@ -15,6 +16,10 @@ class KetamaRouter final : public KeyHashingRouter {
 
   uint32_t route(std::string_view key) const override { return ring_.lookup(hashOf(key)); }
   uint32_t routeHash(uint32_t hash) const override { return ring_.lookup(hash); }
+  uint32_t preferenceList(uint32_t hash, uint32_t n,
+                          std::span<uint32_t, kMaxReplicas> out) const override {
+    return ring_.successors(hash, std::min(n, kMaxReplicas), out.data());
+  }
   std::vector<RingPoint> ringPoints() const override {
     const std::vector<uint32_t> values = ring_.values();
     std::vector<RingPoint> points;

@@ -1,4 +1,6 @@
 // The rendezvous distribution: weighted highest-random-weight (HRW) hashing.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 
@@ -60,6 +62,20 @@ class RendezvousRouter final : public KeyHashingRouter {
     return best;
   }
 
+  // The n best servers by the same measure routeHash() optimises (the raw 64-bit score with equal
+  // weights, the cost with weights): an insertion into a short sorted list per server.
+  uint32_t preferenceList(uint32_t hash, uint32_t n,
+                          std::span<uint32_t, kMaxReplicas> out) const override {
+    const uint64_t k = static_cast<uint64_t>(hash) * 0x9E3779B97F4A7C15ULL;
+    const uint32_t want =
+        std::min<uint32_t>({n, kMaxReplicas, static_cast<uint32_t>(seeds_.size())});
+    if (!weighted_) {
+      // Lower is better: ~score.
+      return topN<uint64_t>(want, out, [&](size_t i) { return ~mix64(seeds_[i] ^ k); });
+    }
+    return topN<double>(want, out, [&](size_t i) { return cost(i, k); });
+  }
+
   size_t serverCount() const override { return seeds_.size(); }
 
   // The formula's exact probabilities, w_i / sum w (exact in expectation over uniform hashes).
@@ -77,6 +93,32 @@ class RendezvousRouter final : public KeyHashingRouter {
   }
 
  private:
+  // The `want` servers with the lowest rank(i), ascending; ties keep the lower config position
+  // first, as routeHash's strict comparisons do.
+  template <typename Rank, typename RankOf>
+  uint32_t topN(uint32_t want, std::span<uint32_t, kMaxReplicas> out, RankOf rank_of) const {
+    std::array<Rank, kMaxReplicas> rank{};
+    uint32_t count = 0;
+    for (size_t i = 0; i < seeds_.size(); ++i) {
+      const Rank r = rank_of(i);
+      uint32_t pos = count;
+      while (pos > 0 && r < rank[pos - 1]) {
+        --pos;
+      }
+      if (pos >= want) {
+        continue;
+      }
+      count = std::min(count + 1, want);
+      for (uint32_t j = count - 1; j > pos; --j) {
+        rank[j] = rank[j - 1];
+        out[j] = out[j - 1];
+      }
+      rank[pos] = r;
+      out[pos] = static_cast<uint32_t>(i);
+    }
+    return count;
+  }
+
   double cost(size_t i, uint64_t k) const {
     // u in (0, 1): the top 53 bits plus half a unit, so ln(u) is finite and negative.
     const double u = (static_cast<double>(mix64(seeds_[i] ^ k) >> 11) + 0.5) * 0x1p-53;

@@ -39,7 +39,13 @@ struct RouterOptions {
   KetamaCompat ketama_compat = KetamaCompat::Twemproxy;
   std::string hash_tag;  // "" or two characters, e.g. "{}"
   uint32_t maglev_table_size = 65537;  // prime
+  // Servers that hold each key (docs/design.md, "Replication"): 1 = the key's own server only.
+  // Above 1 only for distributions with an order of successors (see Router::preferenceList).
+  uint32_t replicas = 1;
 };
+
+// The most replicas a pool may ask for (a key's replica set lives in a fixed array).
+inline constexpr uint32_t kMaxReplicas = 8;
 
 class Router {
  public:
@@ -54,6 +60,25 @@ class Router {
   // Index into the `servers` given to build(). Applies hash_tag, then the key hash, then the
   // distribution.
   virtual uint32_t route(std::string_view key) const = 0;
+
+  // The key's replica set, a Dynamo-style preference list: min(options().replicas, servers)
+  // distinct servers, route(key) first, written to out[0..]; returns how many. Pure, like
+  // route(): every worker, `mcring route` and `mcring plan` agree on it.
+  uint32_t replicaSet(std::string_view key, std::span<uint32_t, kMaxReplicas> out) const {
+    return preferenceList(hashOf(key), options_.replicas, out);
+  }
+
+  // The first n (<= kMaxReplicas) distinct servers of the hash's preference list, primary
+  // (routeHash(hash)) first; returns how many were written, min(n, serverCount()).
+  //   ketama: the owners of the next points clockwise from the hash, skipping servers already
+  //     listed (so adding or removing a server changes ~1/N of the replica sets, like primaries);
+  //   rendezvous: the n highest scores;
+  //   modula, maglev: the owners of the next slots of the table (slot + 1, + 2, ...), skipping
+  //     servers already listed;
+  //   jump, random: the primary alone (Router::build refuses replicas > 1 for them: jump has no
+  //     successor that survives a resize, random no owner at all).
+  virtual uint32_t preferenceList(uint32_t hash, uint32_t n,
+                                  std::span<uint32_t, kMaxReplicas> out) const;
 
   // The key hash (after hash_tag), as the distribution sees it.
   virtual uint32_t hashOf(std::string_view key) const = 0;
