@@ -173,16 +173,19 @@ TEST_CASE("a backend that never answers: the pool's timeout fails its requests, 
   DataPlane dp({&b0, &b1}, "  timeout: 50\n");
   auto client = dp.connect();
   const std::string a = dp.keyOn(0, "a"), b = dp.keyOn(1, "b");
+  // Timed from before the request is sent: its timer starts when mcring forwards it, so the
+  // wait measured from after the backends read it (as it was) can fall under 40 ms on a loaded
+  // host (seen once in ~10 runs at load average 10).
+  const auto sent = Clock::now();
   REQUIRE(client.send("get " + a + "\r\nget " + b + "\r\n"));
   REQUIRE(b0.expect("get " + a + "\r\n") == "get " + a + "\r\n");
   REQUIRE(b1.expect("get " + b + "\r\n") == "get " + b + "\r\n");
-  const auto sent = Clock::now();
   REQUIRE(b1.send(valueUnit(b, "bee") + "END\r\n"));
   const std::string want = "SERVER_ERROR backend timeout\r\n" + valueUnit(b, "bee") + "END\r\n";
   CHECK(client.read(want.size()) == want);
   const auto waited = msSince(sent);
   CHECK(waited >= 40);  // libevent's timer, with a little slack for its clock
-  CHECK(waited < 1000);
+  CHECK(waited < 5000);  // not forever (a loaded host can delay a 50 ms timer a lot)
   CHECK(b0.waitPeerClosed());  // the connection is reset: its replies can no longer be matched
   CHECK(dp.counters().backend_timeouts.load() == 1);
   CHECK(dp.counters().server_errors.load() == 1);
