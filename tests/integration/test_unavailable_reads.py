@@ -24,6 +24,7 @@ import unittest
 
 from binary_wire import GET, GETK, GETQ, NOOP, SET, BinaryConn, packet, store_extras
 from harness import IntegrationCase, admin_http, parse_stats, requires_proxy, spread_keys
+from test_warmup import WarmupCase
 
 CLIENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients")
 NODE_MODULES = os.environ.get("MCRING_NODE_MODULES", "")
@@ -333,6 +334,50 @@ class UnavailableReadsTest(IntegrationCase):
                     self.assertEqual((got[1], got[3]), (live0, live2))
                     self.assertIsInstance(got[2], dict)
                     self.assertLess(set(got[2]), set(multi))
+
+
+class WarmupUnavailableTest(WarmupCase):
+    """During a warm-up window (4 -> 5 servers): a moved key whose new server is down is a miss
+    and takes no second hop (default policy); one whose previous server is down is a miss after
+    its second hop fails (warm-up is best effort, whatever the policy)."""
+
+    def test_new_or_previous_server_down_during_warmup(self):
+        for policy, dead in ((None, "new"), ("error", "previous"), (None, "previous")):
+            with self.subTest(policy=policy, dead=dead):
+                extra = {} if policy is None else {"unavailable_reads": policy}
+                self.start(5, 4, window_ms=60000, extra=extra, threads=1)
+                keys = spread_keys("uw%s%s:" % (policy, dead), 400)
+                moved, before, after = self.moved_keys(keys, 4, 5)
+                self.assertGreaterEqual(len(moved), 10)
+                set_many = b"".join(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(k), k) for k in keys)
+                self.c.send(set_many)
+                self.assertEqual(set(self.c.read_replies(len(keys), timeout=20)), {b"STORED\r\n"})
+                self.reload(5)
+                if dead == "new":
+                    victim = 4
+                else:
+                    victim = before[moved[0]]
+                self.backends[victim].kill()
+                if dead == "new":
+                    lost = [k for k in keys if after[k] == 4]
+                else:  # moved away from the victim: the new server misses, the hop fails
+                    lost = [k for k in moved if before[k] == victim]
+                kept = [k for k in keys if k not in lost and after[k] != victim]
+                self.assertTrue(lost and kept)
+                sample = lost[:5] + kept[:20]
+                fetches = self.counter("warmup_fetches")
+                got = self.get_all(sample, batch=25)
+                self.assertEqual(sorted(got), sorted(kept[:20]))
+                for k in kept[:20]:
+                    self.assertEqual(got[k], (k, 0))
+                if dead == "new":
+                    # No second hop for a key whose own server is unavailable.
+                    self.assertEqual(self.counter("warmup_fetches"), fetches)
+                    self.assertEqual(self.counter("unavailable_misses"), 5)
+                self.assertEqual(self.counter("server_errors"), 0)
+                for m in self.backends:
+                    m.stop()
+                self.proxy.stop()
 
 
 if __name__ == "__main__":
