@@ -28,6 +28,19 @@ std::string_view hotKeyMetricsName(HotKeyMetrics m) {
   return "off";
 }
 
+std::optional<UnavailableReads> parseUnavailableReads(std::string_view name) {
+  if (name == "miss") {
+    return UnavailableReads::Miss;
+  }
+  if (name == "error") {
+    return UnavailableReads::Error;
+  }
+  return std::nullopt;
+}
+
+std::string_view unavailableReadsName(UnavailableReads m) {
+  return m == UnavailableReads::Error ? "error" : "miss";
+}
 
 std::string Address::toString() const {
   if (isUnix()) {

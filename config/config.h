@@ -49,6 +49,14 @@ enum class HotKeyMetrics { Off, Hashed, Plain };
 std::optional<HotKeyMetrics> parseHotKeyMetrics(std::string_view name);
 std::string_view hotKeyMetricsName(HotKeyMetrics m);
 
+// What a read (get/gets/gat/gats, mg) answers for a key whose server is unavailable (backing
+// off, connect failed, closed with the request in flight, timed out, protocol error): a miss,
+// the other keys served (mcring looks like one server to its clients, and many clients mark a
+// whole server dead after one SERVER_ERROR), or the backend's SERVER_ERROR. Writes always fail.
+enum class UnavailableReads { Miss, Error };
+std::optional<UnavailableReads> parseUnavailableReads(std::string_view name);
+std::string_view unavailableReadsName(UnavailableReads m);
+
 struct PoolConfig {
   std::string name;
   Mark mark;
@@ -78,6 +86,8 @@ struct PoolConfig {
   bool allow_flush_all = false;          // false: flush_all answers an error (memcached -F)
   bool allow_dump = false;               // true: `stats cachedump` lists the servers' keys
   bool coalesce_gets = true;             // one get line per server per loop pass
+  // A read of a key whose server is unavailable: a miss (default) or SERVER_ERROR.
+  UnavailableReads unavailable_reads = UnavailableReads::Miss;
   uint32_t max_multiget_keys = 100000;   // keys in one get/gets/gat/gats
   // A client with nothing outstanding that sends no request for this long is closed. 0: never.
   uint32_t client_idle_timeout_ms = 0;

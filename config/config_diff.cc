@@ -79,6 +79,8 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
   keyChange(&k, "allow_flush_all", str(a.allow_flush_all), str(b.allow_flush_all));
   keyChange(&k, "allow_dump", str(a.allow_dump), str(b.allow_dump));
   keyChange(&k, "coalesce_gets", str(a.coalesce_gets), str(b.coalesce_gets));
+  keyChange(&k, "unavailable_reads", std::string(unavailableReadsName(a.unavailable_reads)),
+            std::string(unavailableReadsName(b.unavailable_reads)));
   keyChange(&k, "max_multiget_keys", str(a.max_multiget_keys), str(b.max_multiget_keys));
   keyChange(&k, "client_buffer_limit", str(a.client_buffer_limit), str(b.client_buffer_limit));
   keyChange(&k, "buffer_limit", str(a.buffer_limit), str(b.buffer_limit));

@@ -496,6 +496,28 @@ const std::array kPoolKeys = {
         .show = [](const PoolConfig& p) { return showBool(p.coalesce_gets); },
     },
     PoolKey{
+        .name = "unavailable_reads", .type = "name", .origin = KeyOrigin::Mcring,
+        .meaning = "What a read answers for a key whose server is unavailable (backing off "
+                   "after a failure, connect failed, connection closed with the request in "
+                   "flight, timeout, protocol error). `miss`: the key is a miss (absent from a "
+                   "get's VALUE list, `EN` for `mg`, not found in the binary protocol) and the "
+                   "other keys of the request are served, so one dead server does not look like "
+                   "a dead mcring to clients that mark a whole server failed after one "
+                   "SERVER_ERROR; counted per server in `unavailable_misses`. `error`: "
+                   "`SERVER_ERROR backend ...`, and a multi-get touching the server is that one "
+                   "line (twemproxy's rule). Writes (storage, delete, incr/decr, touch, meta "
+                   "writes) always answer SERVER_ERROR: a write that did not happen never looks "
+                   "like success.",
+        .choices = [] { return std::vector<std::string_view>{"miss", "error"}; },
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setName(v, p.unavailable_reads, "unavailable_reads", &parseUnavailableReads,
+                  {"miss", "error"});
+        },
+        .show = [](const PoolConfig& p) {
+          return std::string(unavailableReadsName(p.unavailable_reads));
+        },
+    },
+    PoolKey{
         .name = "max_multiget_keys", .type = "integer", .origin = KeyOrigin::Mcring,
         .meaning = "Most keys in one `get`/`gets`/`gat`/`gats`, at least 1; a longer request is "
                    "refused.",

@@ -421,6 +421,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
           stats::bump(server_.stats().get_hits);
         }
         ++hits_in_reply_;
+        ++r->units_received;
         forward(*r, r->reply, n);
         return Step::More;
       }
@@ -462,6 +463,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       }
       if (rep.kind == ReplyKind::Value) {
         ++hits_in_reply_;
+        ++r->units_received;
         forward(*r, r->reply, n);
         return Step::More;
       }
@@ -598,10 +600,14 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
   if (!failed.empty()) {
     server_.countFailure(why, failed.size());
   }
+  const DispatchSteps& steps = server_.worker().steps();
   for (InFlight& f : failed) {
     PendingRequest* r = f.req;
     switch (f.delivery) {
       case Delivery::Direct:
+        if (steps.answerUnavailable(*r, f.fragment, server_, why, server_.worker())) {
+          break;  // a read, answered as a miss (unavailable_reads)
+        }
         if (r->session != nullptr) {
           r->session->releaseHeld(*r);
         }
@@ -623,6 +629,10 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
         endSpreadFill(*r, false, c);
         break;
       case Delivery::Fragment:
+        if (steps.answerUnavailable(*r, f.fragment, server_, why, server_.worker())) {
+          break;  // its keys not hit yet are misses (unavailable_reads)
+        }
+        [[fallthrough]];
       case Delivery::Broadcast:
         if (!r->failed) {
           r->failed = true;

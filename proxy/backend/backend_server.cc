@@ -109,6 +109,27 @@ void BackendServer::logFailure(BackendFailure why, int error, const std::string&
   suppressed_logs_ = 0;
 }
 
+void BackendServer::countUnavailableMisses(BackendFailure why, uint64_t n) {
+  if (n == 0) {
+    return;
+  }
+  stats::bump(stats_->unavailable_misses, n);
+  stats::bump(worker_.counters().unavailable_misses, n);
+  unavailable_unlogged_ += n;
+  const uint64_t now = common::coarseMonotonicNs();
+  if (unavailable_log_ns_ != 0 && now - unavailable_log_ns_ < 10000000000ULL) {
+    return;
+  }
+  unavailable_log_ns_ = now;
+  MCRING_LOG(Warn,
+             "pool '%s': backend %s unavailable (%s): %llu read key(s) answered as misses "
+             "(unavailable_reads: miss)%s",
+             pool_->name.c_str(), identity_.c_str(), std::string(backendFailureName(why)).c_str(),
+             static_cast<unsigned long long>(unavailable_unlogged_),
+             unavailable_unlogged_ > n ? " since the last such line" : "");
+  unavailable_unlogged_ = 0;
+}
+
 bool BackendServer::idle() const {
   for (const auto& c : connections_) {
     if (!c->idle()) {

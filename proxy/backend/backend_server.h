@@ -55,6 +55,10 @@ class BackendServer {
   // between are counted and reported with the next one, so a flapping server cannot flood the log.
   // detail: why TLS failed, if it did.
   void logFailure(BackendFailure why, int error, const std::string& detail = {});
+  // Counts n reads answered as misses because this server was unavailable (unavailable_reads:
+  // miss) and logs them at most once per 10 s per server and worker: the first at once, the
+  // ones in between counted in the next line.
+  void countUnavailableMisses(BackendFailure why, uint64_t n);
   // TLS for new connections (null: plaintext); a reload gives servers that stay a new context.
   const std::optional<net::TlsSetup>& tls() const { return tls_; }
   void setTls(std::optional<net::TlsSetup> tls) { tls_ = std::move(tls); }
@@ -74,6 +78,8 @@ class BackendServer {
   uint32_t consecutive_failures_ = 0;
   uint64_t last_log_ns_ = 0;
   uint64_t suppressed_logs_ = 0;
+  uint64_t unavailable_log_ns_ = 0;      // the last unavailable-miss log line
+  uint64_t unavailable_unlogged_ = 0;    // misses since then
   bool reported_down_ = false;
 };
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "proxy/backend/backend_failure.h"
 #include "proxy/backend/pending_request.h"
 #include "proxy/protocol/reply.h"
 #include "proxy/stats/counters.h"
@@ -23,6 +24,11 @@ class DispatchSteps {
   // Every part of `r` has answered: compose its reply (dispatch/completion.h). False if a
   // second hop was launched instead; it holds `r` then.
   virtual bool complete(PendingRequest& r, WorkerContext& worker) const = 0;
+  // dispatch/unavailable.h: part `fragment` of `r` could not be served by `server` (why). True
+  // if the pool's unavailable_reads answered it (a read, as a miss: the part is done); false:
+  // fail it with why's SERVER_ERROR, as before.
+  virtual bool answerUnavailable(PendingRequest& r, uint32_t fragment, BackendServer& server,
+                                 BackendFailure why, WorkerContext& worker) const = 0;
   // dispatch/warmup.h: an `mg` that missed on its new server takes a second hop.
   virtual bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
                                 uint64_t session_id) const = 0;

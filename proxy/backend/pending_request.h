@@ -110,6 +110,9 @@ struct Fragment {
   net::Buffer values;                 // VALUE units received, in key order
   bool done = false;
   const BackendServer* warm_from = nullptr;  // a warm-up fragment: the keys' previous server
+  // Its server was unavailable and its keys not hit were answered as misses
+  // (dispatch/unavailable.h): they take no warm-up second hop.
+  bool unavailable = false;
 };
 
 struct PendingRequest {
@@ -139,6 +142,12 @@ struct PendingRequest {
   bool refused = false;
   // The reply may be rewritten when complete (a warm-up invalidation's DELETED): never streamed.
   bool rewrites = false;
+
+  // unavailable_reads (dispatch/unavailable.h). A Direct get/gets/gat/gats or quiet mg: the
+  // reply units received so far (kept, then END, if its backend fails and the read is answered
+  // as a miss). An mg: its miss in the client's format (protocol/meta_miss.h), set at dispatch.
+  uint32_t units_received = 0;
+  std::string meta_miss;
 
   // A Direct request safe to send twice (backend_connection.cc, replayable): its bytes as sent,
   // to send again if its connection closes under it. Empty: never replayed.
@@ -189,6 +198,8 @@ struct PendingRequest {
     refused = false;
     rewrites = false;
     resend.clear();
+    units_received = 0;
+    meta_miss.clear();
     line.clear();
     key_offsets.clear();
     key_fragment.clear();
@@ -217,6 +228,7 @@ struct PendingRequest {
       f.values.drain(f.values.size());
       f.done = false;
       f.warm_from = nullptr;
+      f.unavailable = false;
     }
     fragment_count = 0;
   }

@@ -3,6 +3,7 @@
 
 #include "proxy/dispatch/completion.h"
 #include "proxy/dispatch/spread_fill.h"
+#include "proxy/dispatch/unavailable.h"
 #include "proxy/dispatch/warmup.h"
 
 namespace mcring::core {
@@ -12,6 +13,10 @@ class Steps final : public DispatchSteps {
  public:
   bool complete(PendingRequest& r, WorkerContext& worker) const override {
     return completeRequest(r, worker);
+  }
+  bool answerUnavailable(PendingRequest& r, uint32_t fragment, BackendServer& server,
+                         BackendFailure why, WorkerContext& worker) const override {
+    return core::answerUnavailable(r, fragment, server, why, worker);
   }
   bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
                         uint64_t session_id) const override {

@@ -8,6 +8,7 @@
 #include "proxy/common/log.h"
 #include "proxy/dispatch/multiget.h"
 #include "proxy/dispatch/spread_fill.h"
+#include "proxy/dispatch/unavailable.h"
 #include "proxy/dispatch/warmup.h"
 #include "proxy/protocol/reply_lines.h"
 
@@ -52,6 +53,7 @@ void Dispatcher::invalidateKey(std::string_view line) {
   r->refs = 1;
   r->fragments_left = 1;
   r->noreply = true;
+  r->command = Command::MetaDelete;  // a write: never answered as a miss (unavailable.h)
   net::Buffer& out = conn->output();
   out.append("md ");
   out.append(req_->keys[0].in(line));
@@ -121,6 +123,7 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
   }
   BackendServer* server = pool_->by_index[index];
   countForBackend(*server, key);
+  prepareUnavailableRead(*r, *req_, line);
   BackendConnection* conn = server->connectionFor(src_->id());
   if (conn == nullptr) {
     failUnavailable(r, *server, consumedLength());
@@ -363,11 +366,16 @@ void Dispatcher::countForBackend(BackendServer& server, std::string_view key) {
 }
 
 // The key's server is backing off after a failure: discard the request's `bytes` and answer
-// with that failure at once (nothing for classic noreply), without a connect attempt.
+// at once, without a connect attempt: a read as the pool's unavailable_reads says
+// (unavailable.h), anything else with that failure (nothing for classic noreply).
 void Dispatcher::failUnavailable(PendingRequest* r, BackendServer& server, uint64_t bytes) {
   src_->input().drain(bytes);
-  stats::bump(worker_.counters().server_errors);
   server.countFailure(server.lastFailure());
+  if (answerUnavailable(*r, 0, server, server.lastFailure(), worker_)) {
+    src_->completeWith(r, std::string_view());
+    return;
+  }
+  stats::bump(worker_.counters().server_errors);
   src_->completeWith(r, r->noreply ? std::string_view() : backendFailureReply(server.lastFailure()));
 }
 
@@ -485,6 +493,7 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
   // Send every fragment first, then account for immediate failures, so that a request that
   // completes synchronously is never touched again here.
   uint32_t failed_now = 0;
+  bool errored_now = false;
   for (uint32_t f = 0; f < count; ++f) {
     Fragment& frag = r->fragments[f];
     BackendServer* server = pool_->by_index[frag.server];
@@ -492,9 +501,13 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
     if (conn == nullptr) {
       frag.done = true;
       server->countFailure(server->lastFailure());
-      if (!r->failed) {
-        r->failed = true;
-        r->error_line.assign(backendFailureReply(server->lastFailure()));
+      // Its keys are misses (unavailable_reads: miss), or the whole reply is the failure.
+      if (!answerUnavailable(*r, f, *server, server->lastFailure(), worker_)) {
+        errored_now = true;
+        if (!r->failed) {
+          r->failed = true;
+          r->error_line.assign(backendFailureReply(server->lastFailure()));
+        }
       }
       ++failed_now;
       continue;
@@ -518,7 +531,9 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
     conn->expect(r, f, Delivery::Fragment, Expect::Retrieval, out.size() - before);
   }
   if (failed_now > 0) {
-    stats::bump(counters.server_errors);
+    if (errored_now) {
+      stats::bump(counters.server_errors);
+    }
     r->fragments_left -= failed_now;
     if (r->fragments_left == 0) {
       assembleMultiget(*r, counters);

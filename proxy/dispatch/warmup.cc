@@ -207,8 +207,8 @@ bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& w
   uint32_t sent = 0;
   r.key_warm.assign(r.key_count, WarmState::None);
   for (uint32_t i = 0; i < r.key_count; ++i) {
-    if (r.key_hit_length[i] != 0) {
-      continue;
+    if (r.key_hit_length[i] != 0 || r.fragments[r.key_fragment[i]].unavailable) {
+      continue;  // a hit, or its server was unavailable: a miss (unavailable.h)
     }
     std::string_view key = keyOf(r, i);
     BackendServer* prev = pool.warmup->previousOwner(key, pool.by_index[pool.route(key)]);

@@ -34,6 +34,7 @@ namespace mcring::stats {
   X(err_timeout, Counter, "requests failed: timeout")                                     \
   X(err_protocol_error, Counter, "requests failed: unparseable reply")                    \
   X(err_unavailable, Counter, "requests failed at once during reconnect backoff")         \
+  X(unavailable_misses, Counter, "retrieval keys answered as misses because this backend was unavailable (unavailable_reads: miss)") \
   X(timeouts, Counter, "connections reset because of a timeout")                          \
   X(bytes_sent, Counter, "request bytes sent")                                             \
   X(bytes_received, Counter, "reply bytes received")                                       \

@@ -34,6 +34,7 @@ namespace mcring::stats {
   X(client_unauthenticated, Counter, "client commands refused before authentication (CLIENT_ERROR unauthenticated)") \
   X(client_tls_failures, Counter, "client connections of a TLS listener closed by a TLS failure (not TLS, refused certificate, ...)") \
   X(server_errors, Counter, "requests answered with SERVER_ERROR because of a backend fault") \
+  X(unavailable_misses, Counter, "retrieval keys answered as misses because their backend was unavailable (unavailable_reads: miss)") \
   X(backend_requests, Counter, "requests sent to backends (multi-get fragments count each)") \
   X(backend_get_lines, Counter, "get/gets lines sent to backends with coalesce_gets (each carries the keys of one or more requests)") \
   X(backend_connections, Gauge, "backend connections open (gauge)")                   \

@@ -1,5 +1,7 @@
 """A backend that is killed, refuses, or stops answering: only the requests routed to it get
-SERVER_ERROR, within a bounded time; everything else keeps working; the proxy recovers."""
+SERVER_ERROR, within a bounded time; everything else keeps working; the proxy recovers.
+Run with `unavailable_reads: error`, so that reads fail as writes do; test_unavailable_reads has
+the default (reads of its keys are misses)."""
 
 import signal
 import threading
@@ -9,6 +11,7 @@ import unittest
 from harness import IntegrationCase, parse_values, requires_proxy, set_many_raw, spread_keys
 
 TIMEOUT_MS = 1000
+ERROR_READS = {"unavailable_reads": "error"}
 BOUND = 4.0  # seconds: a failed request must be answered well within this (timeout is 1 s)
 
 
@@ -17,7 +20,7 @@ class BackendFailureTest(IntegrationCase):
 
     def setUp(self):
         super().setUp()
-        self.cl = self.cluster(n_backends=3, timeout_ms=TIMEOUT_MS)
+        self.cl = self.cluster(n_backends=3, timeout_ms=TIMEOUT_MS, extra=ERROR_READS)
         self.c = self.conn(self.cl, timeout=15)
         self.keys = spread_keys("bf:", 120)
         set_many_raw(self.c, {k: b"val-" + k for k in self.keys})
@@ -192,7 +195,7 @@ class BackendFailureTest(IntegrationCase):
 class RefusedBackendTest(IntegrationCase):
 
     def test_configured_backend_not_listening(self):
-        cl = self.cluster(n_backends=2, dead_backends=1, timeout_ms=TIMEOUT_MS)
+        cl = self.cluster(n_backends=2, dead_backends=1, timeout_ms=TIMEOUT_MS, extra=ERROR_READS)
         c = self.conn(cl, timeout=15)
         keys = spread_keys("rf:", 90)
         replies = {}

@@ -6,7 +6,8 @@ protocol) stands in for memcached here, only here; every other test uses real on
   those; the connection stays in sync and keeps serving.
 - Garbage resets the connection: the retrievals in flight on it are sent again, one at a time,
   on a new connection; the one answered with garbage again fails with SERVER_ERROR, the others
-  succeed, and the next requests go at once (not counted as the server's failure)."""
+  succeed, and the next requests go at once (not counted as the server's failure). The pool has
+  `unavailable_reads: error` (with the default, that get would be a miss)."""
 
 import json
 import socket
@@ -140,7 +141,7 @@ class BackendRepliesTest(IntegrationCase):
         self.addCleanup(self.backend.stop)
         # One worker: every client's gets meet in one thread's lines.
         self.proxy = Mcring(["%s:%d:1" % (HOST, self.backend.port)], self.tmp, timeout_ms=2000,
-                            args=["--threads", "1"])
+                            args=["--threads", "1"], extra={"unavailable_reads": "error"})
         self.addCleanup(self.proxy.stop)
         self.dump_log_on_failure(self.proxy)
         self.setup = Conn(HOST, self.proxy.port, timeout=10)

@@ -2,7 +2,9 @@
 is killed with SIGKILL and restarted on its port, and another is frozen with SIGSTOP (a hang)
 and thawed. Requests for healthy backends never fail; requests for the failed one fail with
 SERVER_ERROR within the pool timeout plus a margin (never hang); traffic to it succeeds again
-soon after it is back; mcring's fds and RSS return to their earlier level."""
+soon after it is back; mcring's fds and RSS return to their earlier level. With
+`unavailable_reads: error`, so that the failed backend's reads fail too (the default answers them
+as misses: test_unavailable_reads)."""
 
 import os
 import random
@@ -161,7 +163,7 @@ class ChaosTest(IntegrationCase):
         confdir = os.path.join(tmp, "conf")
         os.mkdir(confdir)
         proxy = Mcring([server_line(m.addr) for m in backends], tmp, timeout_ms=TIMEOUT_MS,
-                       args=["--threads", "2"], config_path=os.path.join(confdir, "mcring.yml"))
+                       args=["--threads", "2"], extra={"unavailable_reads": "error"}, config_path=os.path.join(confdir, "mcring.yml"))
         self.addCleanup(proxy.stop)
         self.dump_log_on_failure(proxy)
         pid = proxy.pid

@@ -1,6 +1,7 @@
 """twemproxy's auto_eject_hosts: a failing server leaves the ring (its keys go to the others), is
 probed after server_retry_timeout and returns; without it, its keys fail fast with SERVER_ERROR
-and the ring stays as it is."""
+and the ring stays as it is. With `unavailable_reads: error`, so that reads show the failures
+(the default answers them as misses: test_unavailable_reads)."""
 
 import json
 import time
@@ -29,7 +30,7 @@ class EjectionTest(IntegrationCase):
 
     def start(self, eject):
         extra = {"auto_eject_hosts": "true" if eject else "false", "server_failure_limit": 2,
-                 "server_retry_timeout": 1500}
+                 "server_retry_timeout": 1500, "unavailable_reads": "error"}
         self.mc = Mcring([server_line(b.addr) for b in self.backends], self.tmp, timeout_ms=500,
                          extra=extra)
         self.keys = spread_keys("ej:", 300)

@@ -358,12 +358,14 @@ class TlsAuthTest(unittest.TestCase):
 
     def test_backend_name_verified_and_credentials_refused(self):
         """A server whose certificate lacks the expected name, or that refuses mcring's
-        credentials, is a failed connect: the client gets a SERVER_ERROR, never the value."""
+        credentials, is a failed connect: a write gets a SERVER_ERROR, a read a miss
+        (unavailable_reads: miss, the default), never the value."""
         for port, why in ((self.gamma_port, "certificate verify failed"),
                           (self.delta_port, "refused mcring's server_auth_file credentials")):
             with socket.create_connection((HOST, port), timeout=10) as s:
-                reply = self.request(s, b"get anything\r\n", line_done)
+                reply = self.request(s, b"set anything 0 0 1\r\nx\r\n", line_done)
                 self.assertTrue(reply.startswith(b"SERVER_ERROR"), reply)
+                self.assertEqual(self.request(s, b"get anything\r\n", line_done), b"END\r\n")
             deadline = time.monotonic() + 10
             while why not in self.proxy.log_tail(1 << 20) and time.monotonic() < deadline:
                 time.sleep(0.05)

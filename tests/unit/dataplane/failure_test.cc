@@ -26,6 +26,10 @@ int64_t msSince(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
 }
 
+// These tests are about what fails and what is sent again: reads fail with SERVER_ERROR as
+// writes do (unavailable_test.cc has the default, reads answered as misses).
+constexpr const char* kErrorReads = "  unavailable_reads: error\n";
+
 // Past any reconnect backoff (at most 1 s).
 void skipBackoff() { mcring::common::advanceClockForTest(2'000'000'000ULL); }
 
@@ -33,7 +37,7 @@ void skipBackoff() { mcring::common::advanceClockForTest(2'000'000'000ULL); }
 
 TEST_CASE("a backend closing mid-reply: retrievals go again on a new connection, the rest fail") {
   FakeBackend b0, b1;
-  DataPlane dp({&b0, &b1});
+  DataPlane dp({&b0, &b1}, kErrorReads);
   auto client = dp.connect();
   const std::string a1 = dp.keyOn(0, "a", 0), a2 = dp.keyOn(0, "a", 1), b = dp.keyOn(1, "b");
   REQUIRE(client.send("get " + a1 + "\r\nset " + a2 + " 0 0 1\r\nx\r\nget " + b + "\r\n"));
@@ -77,7 +81,7 @@ TEST_CASE("a backend closing mid-reply: retrievals go again on a new connection,
 
 TEST_CASE("after a close, requests go again one at a time: a poisoning one takes no other down") {
   FakeBackend b0;
-  DataPlane dp({&b0});
+  DataPlane dp({&b0}, kErrorReads);
   auto attacker = dp.connect();
   auto victim = dp.connect();
   REQUIRE(attacker.send("get poison\r\n"));
@@ -125,7 +129,7 @@ TEST_CASE("nothing overtakes a replay: a client's set after its replayed get goe
 
 TEST_CASE("mg, touch and a forwarded gat are sent again as they were; an mg with N is not") {
   FakeBackend b0;
-  DataPlane dp({&b0});
+  DataPlane dp({&b0}, kErrorReads);
   auto client = dp.connect();
   const std::string sent = "mg k v\r\ntouch k 10 noreply\r\ngat 0 k\r\nmg k N30 v\r\n";
   REQUIRE(client.send(sent));
@@ -149,7 +153,7 @@ TEST_CASE("mg, touch and a forwarded gat are sent again as they were; an mg with
 
 TEST_CASE("a refused connect is the server's failure: requests fail at once while it backs off") {
   FakeBackend b0;
-  DataPlane dp({&b0}, "  timeout: 200\n");
+  DataPlane dp({&b0}, std::string("  timeout: 200\n") + kErrorReads);
   auto client = dp.connect();
   REQUIRE(client.send("get k\r\n"));
   REQUIRE(b0.expect("get k\r\n") == "get k\r\n");
@@ -170,7 +174,7 @@ TEST_CASE("a refused connect is the server's failure: requests fail at once whil
 
 TEST_CASE("a backend that never answers: the pool's timeout fails its requests, only them") {
   FakeBackend b0, b1;
-  DataPlane dp({&b0, &b1}, "  timeout: 50\n");
+  DataPlane dp({&b0, &b1}, std::string("  timeout: 50\n") + kErrorReads);
   auto client = dp.connect();
   const std::string a = dp.keyOn(0, "a"), b = dp.keyOn(1, "b");
   // Timed from before the request is sent: its timer starts when mcring forwards it, so the

@@ -354,6 +354,17 @@ std::string DataPlane::keyOn(uint32_t server, std::string_view prefix, int n) co
 
 const mcring::stats::WorkerCounters& DataPlane::counters() const { return worker_->counters(); }
 
+uint64_t DataPlane::unavailableMisses(uint32_t server) const {
+  const std::string identity = topology_->pools[0]->config.servers[server].identity();
+  uint64_t n = 0;
+  for (const auto& bs : worker_->backendStats().snapshot()) {
+    if (bs->identity == identity) {
+      n += bs->unavailable_misses.load();
+    }
+  }
+  return n;
+}
+
 uint32_t DataPlane::openClients() const { return open_count_->load(); }
 
 bool DataPlane::waitFor(const std::function<bool()>& pred, int timeout_ms) {

@@ -125,6 +125,8 @@ class DataPlane {
   // The n-th key (from 0) with `prefix` that routes to backend `server`.
   std::string keyOn(uint32_t server, std::string_view prefix = "k", int n = 0) const;
   const mcring::stats::WorkerCounters& counters() const;
+  // Backend `server`'s (index in the backends given) unavailable_misses, summed as read.
+  uint64_t unavailableMisses(uint32_t server) const;
   // Waits until pred() holds (polled every 200 µs); false at the deadline.
   static bool waitFor(const std::function<bool()>& pred, int timeout_ms = 2000);
   // Open client sessions (decremented by a session when its socket closes).

@@ -1,0 +1,47 @@
+// unavailable_reads: what a read answers for a key whose server could not serve it (backing off
+// after a failure, connect failed, connection closed with the request in flight, timeout,
+// protocol error). The one place that decides it, for the dispatcher (a server known down when
+// the request is dispatched) and for backend connections (a server that fails with the request
+// in flight, through DispatchSteps::answerUnavailable).
+//
+// To a client mcring is one server: with `miss` (the default) such keys are misses, the
+// request's other keys are served, and nothing looks like a failure of the whole server (many
+// clients mark a server dead for 15-30 s after one SERVER_ERROR). With `error`, today's
+// SERVER_ERROR (a multi-get: that one line). Writes always fail: a write that did not happen
+// must never look like success.
+//
+// Replication's failover, when it comes, tries the other replicas first and calls this only when
+// none is left. Worker-thread only.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "proxy/backend/backend_failure.h"
+#include "proxy/backend/pending_request.h"
+#include "proxy/protocol/request.h"
+
+namespace mcring::core {
+
+class BackendServer;
+class WorkerContext;
+
+// Part `fragment` of `r` (a multi-get's fragment; 0 for a Direct request) could not be served by
+// `server` because of `why`. If `r` is a read and server's pool says `miss`, answers that part
+// as a miss and returns true:
+// - get/gets/gat/gats split in fragments: the fragment is done, its keys not hit yet are misses
+//   (and take no warm-up second hop); the reply is assembled under END as usual;
+// - get/gets/gat/gats forwarded whole: the VALUE units received so far stay, then END;
+// - mg: its miss in the client's format (prepareUnavailableRead), nothing for a quiet one.
+// Counts the keys answered so (`unavailable_misses`, per backend and per worker) and logs them,
+// rate-limited. Returns false for writes and with `error`: the caller fails the part with why's
+// SERVER_ERROR, as it always did. The caller has counted the server's failure.
+bool answerUnavailable(PendingRequest& r, uint32_t fragment, BackendServer& server,
+                       BackendFailure why, WorkerContext& worker);
+
+// Called when a keyed request is dispatched (before it is sent): an mg remembers its miss in the
+// client's format, in case its server fails with it in flight. Nothing for other commands.
+void prepareUnavailableRead(PendingRequest& r, const protocol::Request& req,
+                            std::string_view line);
+
+}  // namespace mcring::core
