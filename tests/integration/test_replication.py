@@ -337,6 +337,7 @@ class TestChaos(ReplicationCase):
             self.assertEqual(c.read_replies(len(chunk), 20), [b"STORED\r\n"] * len(chunk))
             for k in chunk:
                 model[k] = b"v0-" + k
+        sets = self.replica_sets(keys)
         frozen = keys[:300]  # never written again: reads of them must always hit
         mutable = keys[300:]
         stop = threading.Event()
@@ -396,13 +397,11 @@ class TestChaos(ReplicationCase):
                        what="reads during the outage")
             self.cl.backends[1].restart()
             # The restarted backend is reconnected (a write reaches it again).
-            probe = next(k for k in mutable if k not in writes)
-            for i in range(200):
-                self.assertEqual(c.request(set_cmd(probe, b"p%d" % i)), b"STORED\r\n")
-                model[probe] = b"p%d" % i
-                if self.cl.backends[1].get(probe) == b"p%d" % i or 1 not in self.replica_sets([probe])[probe]:
-                    break
-                time.sleep(0.05)
+            probe = next(k for k in mutable if k not in writes and 1 in sets[k])
+            wait_until(lambda: (c.request(set_cmd(probe, b"probe")) == b"STORED\r\n" and
+                                self.cl.backends[1].get(probe) == b"probe"),
+                       timeout=30, what="a write reaching the restarted backend")
+            model[probe] = b"probe"
             after = counts["gets"]
             wait_until(lambda: counts["gets"] > after + 2000, timeout=40, what="reads after the return")
         finally:
