@@ -160,17 +160,30 @@ class TestWrites(ReplicationCase):
         c = self.conn(self.port)
         replies = [c.request(set_cmd(k, b"v%d" % i)) for i in range(3)]
         self.assertEqual(self.cl.backends[sets[k][0]].get(k), b"v2")
+        # Classic noreply: silent either way (a failure is silent too, as for one server).
+        c.send(set_cmd(k, b"nr", noreply=True) + b"mn\r\n")
+        self.assertEqual(c.read_reply(), b"MN\r\n")
+        self.assertEqual(self.cl.backends[sets[k][0]].get(k), b"nr")
+        # Meta q: hides the success, never an error.
+        first = c.request(b"ms " + k + b" 2 q\r\nmq\r\nmn\r\n")
+        replies.append([first] + ([c.read_reply()] if first.startswith(b"SERVER_ERROR") else []))
+        self.assertEqual(self.cl.backends[sets[k][0]].get(k), b"mq")
         st = self.backend_stats()
         self.assertGreaterEqual(self.bstat(st, 2, "replica_write_failures"), 3)
         self.assertEqual(self.bstat(st, sets[k][0], "replica_write_failures"), 0)
         return replies
 
     def test_dead_replica_primary_policy(self):
-        self.assertEqual(self._write_with_dead_replica("primary"), [b"STORED\r\n"] * 3)
+        replies = self._write_with_dead_replica("primary")
+        self.assertEqual(replies[:3], [b"STORED\r\n"] * 3)
+        self.assertEqual(replies[3][0], b"MN\r\n")
 
     def test_dead_replica_all_policy(self):
-        for r in self._write_with_dead_replica("all"):
+        replies = self._write_with_dead_replica("all")
+        for r in replies[:3]:
             self.assertTrue(r.startswith(b"SERVER_ERROR backend"), r)
+        self.assertTrue(replies[3][0].startswith(b"SERVER_ERROR backend"), replies[3])
+        self.assertEqual(replies[3][1], b"MN\r\n")
 
     def test_dead_primary_write_takes_the_next_reply(self):
         self.start()
@@ -321,6 +334,47 @@ class TestReadFailover(ReplicationCase):
             res = run_mcring(["-t", "-c", path], timeout=10)
             self.assertNotEqual(res.returncode, 0, extra)
             self.assertIn(word, (res.stdout + res.stderr).decode(), extra)
+
+
+import test_binary_protocol as _binary  # noqa: E402  (a module name: not collected twice)
+
+
+class TestBinaryReplicated(_binary.BinaryProtocolTest):
+    """Every binary-protocol test (translated to meta commands) with replicas: 2: the same
+    answers, cas and delete-with-cas included."""
+
+    def setUp(self):
+        IntegrationCase.setUp(self)
+        self.cl = self.cluster(n_backends=3, extra={"allow_flush_all": "true", "replicas": 2})
+        self.port = self.cl.port
+
+
+import test_commands as _commands  # noqa: E402
+import test_multiget as _multiget  # noqa: E402
+
+_ONE_OWNER = "asserts that a key lives on one backend: not so with replicas: 2"
+
+
+class TestCommandsReplicated(_commands.CommandsTest):
+    """The command suite (replies compared with memcached's) with replicas: 2."""
+    CLUSTER_ARGS = {"n_backends": 3, "extra": {"allow_flush_all": "true", "replicas": 2}}
+
+    @unittest.skip(_ONE_OWNER)
+    def test_gets_cas_is_the_backends(self):
+        pass
+
+
+class TestMultigetReplicated(_multiget.MultiGetTest):
+    """The multi-get suite (order, sizes, 1000 keys) with replicas: 2."""
+    CLUSTER_ARGS = {"n_backends": 3, "extra": {"replicas": 2}}
+
+    @unittest.skip(_ONE_OWNER)
+    def test_gets_1000_keys_cas_matches_backends(self):
+        pass
+
+    @unittest.skip(_ONE_OWNER)
+    def test_keys_spread_over_every_backend(self):
+        pass
 
 
 class TestChaos(ReplicationCase):
