@@ -336,6 +336,62 @@ class TestReadFailover(ReplicationCase):
             self.assertIn(word, (res.stdout + res.stderr).decode(), extra)
 
 
+class TestEjectionReturn(ReplicationCase):
+
+    def test_ejected_server_returns_flushed(self):
+        """replicas: 1 with auto_eject_hosts: keys rerouted while a paused server was out of the
+        ring are overwritten and deleted elsewhere; when it returns (it kept its memory), not
+        one old value is read back."""
+        import json
+        self.start(replicas=1, timeout_ms=1500 if SANITIZED else 400,
+                   extra={"auto_eject_hosts": "true", "server_failure_limit": 2,
+                          "server_retry_timeout": 1000})
+        keys = spread_keys("e", 300)
+        c = self.conn(self.port, timeout=30)
+        for k in keys:
+            self.assertEqual(c.request(set_cmd(k, b"old")), b"STORED\r\n")
+        mine = sorted(self.cl.backends[1].get_many(keys))
+        self.assertGreater(len(mine), 20)
+        self.cl.backends[1].pause()
+        try:
+            def ejected():
+                r = c.request(b"get " + mine[0] + b"\r\n", timeout=30)
+                return r == b"END\r\n"
+            wait_until(ejected, timeout=30, what="the ejection")
+            model = {}
+            for j, k in enumerate(mine[:30]):
+                if j % 2:
+                    self.assertEqual(c.request(b"delete " + k + b"\r\n"), b"NOT_FOUND\r\n")
+                    model[k] = None
+                else:
+                    self.assertEqual(c.request(set_cmd(k, b"new")), b"STORED\r\n")
+                    model[k] = b"new"
+        finally:
+            self.cl.backends[1].resume()
+
+        def returned():
+            body = admin_http(self.cl.proxy.admin_port, path="/events")[1]
+            return [e["kind"] for e in json.loads(body)] == ["eject", "return"]
+        deadline = time.monotonic() + 30
+        seen_return = False
+        while time.monotonic() < deadline and not seen_return:
+            seen_return = returned()
+            got = {k: v for k, v, _f, _c in
+                   parse_values(c.request(b"get " + b" ".join(mine[:30]) + b"\r\n"))}
+            for k in mine[:30]:
+                self.assertNotEqual(got.get(k), b"old", k)
+            time.sleep(0.05)
+        self.assertTrue(seen_return, "the server never returned")
+        # Back in the ring: its keys are its own again, and it was flushed before serving them.
+        for _ in range(3):
+            got = {k: v for k, v, _f, _c in
+                   parse_values(c.request(b"get " + b" ".join(mine) + b"\r\n"))}
+            for k in mine:
+                self.assertNotEqual(got.get(k), b"old", k)
+        st = self.backend_stats()
+        self.assertGreaterEqual(self.bstat(st, 1, "return_flushes"), 1)
+
+
 import test_binary_protocol as _binary  # noqa: E402  (a module name: not collected twice)
 
 
