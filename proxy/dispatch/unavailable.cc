@@ -65,6 +65,20 @@ bool answerUnavailable(PendingRequest& r, uint32_t fragment, BackendServer& serv
   return true;
 }
 
+bool answerUnavailableKeys(const PendingRequest& r, const PoolRuntime& pool,
+                           BackendServer* server, BackendFailure why, uint64_t keys,
+                           WorkerContext& worker) {
+  if (!isRead(r) || pool.config().unavailable_reads != config::UnavailableReads::Miss) {
+    return false;
+  }
+  if (server != nullptr) {
+    server->countUnavailableMisses(why, keys);
+  } else {
+    stats::bump(worker.counters().unavailable_misses, keys);
+  }
+  return true;
+}
+
 void prepareUnavailableRead(PendingRequest& r, const protocol::Request& req,
                             std::string_view line) {
   if (req.command != Command::MetaGet || req.keys.empty()) {

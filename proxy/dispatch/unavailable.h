@@ -25,6 +25,7 @@ namespace mcring::core {
 
 class BackendServer;
 class WorkerContext;
+struct PoolRuntime;
 
 // Part `fragment` of `r` (a multi-get's fragment; 0 for a Direct request) could not be served by
 // `server` because of `why`. If `r` is a read and server's pool says `miss`, answers that part
@@ -38,6 +39,14 @@ class WorkerContext;
 // SERVER_ERROR, as it always did. The caller has counted the server's failure.
 bool answerUnavailable(PendingRequest& r, uint32_t fragment, BackendServer& server,
                        BackendFailure why, WorkerContext& worker);
+
+// Replication's read failover (failover.h) found no replica left for `keys` keys of multi-get
+// `r` whose last server (null if a reload replaced it meanwhile) failed because of `why`. True
+// if `pool` says `miss`: the keys stay misses, counted (on `server` if known) and logged; false:
+// the caller fails the request with why's SERVER_ERROR.
+bool answerUnavailableKeys(const PendingRequest& r, const PoolRuntime& pool,
+                           BackendServer* server, BackendFailure why, uint64_t keys,
+                           WorkerContext& worker);
 
 // Called when a keyed request is dispatched (before it is sent): an mg remembers its miss in the
 // client's format, in case its server fails with it in flight. Nothing for other commands.
