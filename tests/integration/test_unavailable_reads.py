@@ -22,7 +22,8 @@ import subprocess
 import time
 import unittest
 
-from binary_wire import GET, GETK, GETQ, NOOP, SET, BinaryConn, packet, store_extras
+from binary_wire import (GAT, GET, GETK, GETQ, NOOP, SET, TOUCH, BinaryConn, packet, store_extras,
+                         touch_extras)
 from harness import IntegrationCase, admin_http, parse_stats, requires_proxy, spread_keys
 from test_warmup import WarmupCase
 
@@ -47,6 +48,20 @@ def poll(fn, timeout=10.0, interval=0.02):
         if r or time.monotonic() >= deadline:
             return r
         time.sleep(interval)
+
+
+def stopped(pid):
+    """True once every thread of `pid` is stopped (SIGSTOP is delivered asynchronously: a
+    memcached thread already running could still answer a request sent right after the kill)."""
+    try:
+        tasks = os.listdir("/proc/%d/task" % pid)
+        states = []
+        for t in tasks:
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        return bool(states) and all(st in ("T", "t") for st in states)
+    except OSError:
+        return False
 
 
 @requires_proxy
@@ -173,10 +188,14 @@ class UnavailableReadsTest(IntegrationCase):
             self.assertEqual([(r[0], r[1], r[2]) for r in got], [(GETQ, 0, 4), (NOOP, 0, 5)])
             self.assertEqual(got[0][6], value_of(l))
             op, status, opaque, *_ = bc.call(SET, d, b"x", store_extras(), opaque=6)
-            self.assertEqual((op, opaque), (SET, 6))
-            self.assertNotEqual(status, 0)  # a failed write is an error (0x85), never success
-        # 1+1+1+1 mg, get, getk, getq.
-        self.assertEqual(poll(lambda: self.backend_stat("unavailable_misses") == 7), True,
+            self.assertEqual((op, status, opaque), (SET, 0x85, 6))  # busy: never success
+            # gat reads (a miss); touch writes a TTL (mcring sends it as an mg, but it fails).
+            op, status, opaque, *_ = bc.call(GAT, d, extras=touch_extras(10), opaque=7)
+            self.assertEqual((op, status, opaque), (GAT, 1, 7))
+            op, status, opaque, *_ = bc.call(TOUCH, d, extras=touch_extras(10), opaque=8)
+            self.assertEqual((op, status, opaque), (TOUCH, 0x85, 8))
+        # 1+1+1+1 mg, get, getk, getq, gat.
+        self.assertEqual(poll(lambda: self.backend_stat("unavailable_misses") == 8), True,
                          self.backend_stat("unavailable_misses"))
 
     def test_frozen_backend_requests_time_out_in_flight(self):
@@ -190,6 +209,8 @@ class UnavailableReadsTest(IntegrationCase):
                 c2 = self.conn(cl, timeout=15)
                 self.assertEqual(self.c.request(b"get " + b" ".join(keys1) + b"\r\n"), all1)
                 cl.backends[DEAD].pause()  # SIGSTOP by PID
+                self.assertTrue(poll(lambda: stopped(cl.backends[DEAD].pid), timeout=10),
+                                "memcached did not stop")
                 t0 = time.monotonic()
                 self.c.send(b"get " + b" ".join(keys1) + b"\r\n")
                 c2.send(b"get " + b" ".join(keys2) + b"\r\nget %s\r\n" % self.live[5])
