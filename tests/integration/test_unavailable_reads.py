@@ -24,7 +24,8 @@ import unittest
 
 from binary_wire import (GAT, GET, GETK, GETQ, NOOP, SET, TOUCH, BinaryConn, packet, store_extras,
                          touch_extras)
-from harness import IntegrationCase, admin_http, parse_stats, requires_proxy, spread_keys
+from harness import (IntegrationCase, admin_http, parse_stats, process_stopped, requires_proxy,
+                     spread_keys)
 from test_warmup import WarmupCase
 
 CLIENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients")
@@ -48,20 +49,6 @@ def poll(fn, timeout=10.0, interval=0.02):
         if r or time.monotonic() >= deadline:
             return r
         time.sleep(interval)
-
-
-def stopped(pid):
-    """True once every thread of `pid` is stopped (SIGSTOP is delivered asynchronously: a
-    memcached thread already running could still answer a request sent right after the kill)."""
-    try:
-        tasks = os.listdir("/proc/%d/task" % pid)
-        states = []
-        for t in tasks:
-            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
-                states.append(f.read().rsplit(")", 1)[1].split()[0])
-        return bool(states) and all(st in ("T", "t") for st in states)
-    except OSError:
-        return False
 
 
 @requires_proxy
@@ -208,9 +195,8 @@ class UnavailableReadsTest(IntegrationCase):
                 keys2, want2, _ = self.mixed(4, 3)
                 c2 = self.conn(cl, timeout=15)
                 self.assertEqual(self.c.request(b"get " + b" ".join(keys1) + b"\r\n"), all1)
-                cl.backends[DEAD].pause()  # SIGSTOP by PID
-                self.assertTrue(poll(lambda: stopped(cl.backends[DEAD].pid), timeout=10),
-                                "memcached did not stop")
+                cl.backends[DEAD].pause()  # SIGSTOP by PID, until all its threads are stopped
+                self.assertTrue(process_stopped(cl.backends[DEAD].pid), "memcached did not stop")
                 t0 = time.monotonic()
                 self.c.send(b"get " + b" ".join(keys1) + b"\r\n")
                 c2.send(b"get " + b" ".join(keys2) + b"\r\nget %s\r\n" % self.live[5])
