@@ -113,6 +113,18 @@ for _s in (signal.SIGTERM, signal.SIGHUP):
         pass
 
 
+def process_stopped(pid):
+    """True once every thread of `pid` is stopped (state T in /proc)."""
+    try:
+        states = []
+        for t in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+        return bool(states) and all(st in ("T", "t") for st in states)
+    except OSError:
+        return False
+
+
 def free_port():
     """A loopback TCP port that was free a moment ago (bind port 0). Callers retry on collision."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -212,8 +224,14 @@ class Memcached:
                 except subprocess.TimeoutExpired:
                     pass
 
-    def pause(self):
+    def pause(self, timeout=5.0):
+        """SIGSTOP, and wait (at most `timeout` s) until every thread is stopped: the signal is
+        delivered asynchronously, and a thread already running could still answer a request sent
+        right after the kill (seen on a loaded host)."""
         self.proc.send_signal(signal.SIGSTOP)
+        deadline = time.monotonic() + timeout
+        while not process_stopped(self.proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.002)
 
     def resume(self):
         self.proc.send_signal(signal.SIGCONT)

@@ -22,8 +22,10 @@ import subprocess
 import time
 import unittest
 
-from binary_wire import GET, GETK, GETQ, NOOP, SET, BinaryConn, packet, store_extras
-from harness import IntegrationCase, admin_http, parse_stats, requires_proxy, spread_keys
+from binary_wire import (GAT, GET, GETK, GETKQ, GETQ, NOOP, SET, TOUCH, BinaryConn, packet, store_extras,
+                         touch_extras)
+from harness import (IntegrationCase, admin_http, parse_stats, process_stopped, requires_proxy,
+                     spread_keys)
 from test_warmup import WarmupCase
 
 CLIENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients")
@@ -161,22 +163,26 @@ class UnavailableReadsTest(IntegrationCase):
                     b"touch %s 10\r\n" % d, b"ms %s 1\r\nx\r\n" % d, b"md %s q\r\n" % d,
                     b"ma %s\r\n" % d, b"cas %s 0 0 1 1\r\nx\r\n" % d):
             self.assertRegex(self.c.request(req), rb"^SERVER_ERROR backend [a-z ]+\r\n$", req)
-        # Binary clients: get/getk answer Key not found, getq nothing (only the noop answers).
+        # Binary clients: get/getk answer Key not found, getq/getkq nothing (the noop answers).
         with BinaryConn(self.cl.port) as bc:
             op, status, opaque, _cas, _ex, key, val = bc.call(GET, d, opaque=1)
             self.assertEqual((op, status, opaque, val), (GET, 1, 1, b"Not found"))
             op, status, opaque, _cas, _ex, key, val = bc.call(GETK, d, opaque=2)
             self.assertEqual((op, status, opaque, key, val), (GETK, 1, 2, d, b""))
-            bc.send(packet(GETQ, d, opaque=3) + packet(GETQ, l, opaque=4) +
-                    packet(NOOP, opaque=5))
+            bc.send(packet(GETQ, d, opaque=3) + packet(GETKQ, self.dead[1], opaque=9) +
+                    packet(GETQ, l, opaque=4) + packet(NOOP, opaque=5))
             got = bc.until(5)
             self.assertEqual([(r[0], r[1], r[2]) for r in got], [(GETQ, 0, 4), (NOOP, 0, 5)])
             self.assertEqual(got[0][6], value_of(l))
             op, status, opaque, *_ = bc.call(SET, d, b"x", store_extras(), opaque=6)
-            self.assertEqual((op, opaque), (SET, 6))
-            self.assertNotEqual(status, 0)  # a failed write is an error (0x85), never success
-        # 1+1+1+1 mg, get, getk, getq.
-        self.assertEqual(poll(lambda: self.backend_stat("unavailable_misses") == 7), True,
+            self.assertEqual((op, status, opaque), (SET, 0x85, 6))  # busy: never success
+            # gat reads (a miss); touch writes a TTL (mcring sends it as an mg, but it fails).
+            op, status, opaque, *_ = bc.call(GAT, d, extras=touch_extras(10), opaque=7)
+            self.assertEqual((op, status, opaque), (GAT, 1, 7))
+            op, status, opaque, *_ = bc.call(TOUCH, d, extras=touch_extras(10), opaque=8)
+            self.assertEqual((op, status, opaque), (TOUCH, 0x85, 8))
+        # 4 mg, get, getk, getq, getkq, gat.
+        self.assertEqual(poll(lambda: self.backend_stat("unavailable_misses") == 9), True,
                          self.backend_stat("unavailable_misses"))
 
     def test_frozen_backend_requests_time_out_in_flight(self):
@@ -189,7 +195,8 @@ class UnavailableReadsTest(IntegrationCase):
                 keys2, want2, _ = self.mixed(4, 3)
                 c2 = self.conn(cl, timeout=15)
                 self.assertEqual(self.c.request(b"get " + b" ".join(keys1) + b"\r\n"), all1)
-                cl.backends[DEAD].pause()  # SIGSTOP by PID
+                cl.backends[DEAD].pause()  # SIGSTOP by PID, until all its threads are stopped
+                self.assertTrue(process_stopped(cl.backends[DEAD].pid), "memcached did not stop")
                 t0 = time.monotonic()
                 self.c.send(b"get " + b" ".join(keys1) + b"\r\n")
                 c2.send(b"get " + b" ".join(keys2) + b"\r\nget %s\r\n" % self.live[5])
