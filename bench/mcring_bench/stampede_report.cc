@@ -159,7 +159,14 @@ std::string markdownTable(const StampedeOptions& options, Scenario scenario,
                           const std::vector<StampedeRun>& runs) {
   std::ostringstream md;
   md << "### " << scenarioName(scenario) << ": " << scenarioText(scenario) << "\n\n";
-  md << "Theory: " << theoryText(scenario, options.backends) << ".\n\n";
+  md << "Theory: " << theoryText(scenario, options.backends) << ".";
+  for (uint32_t replicas : options.replicas) {
+    if (replicas > 1) {
+      md << " With replicas " << replicas << " (`DIST+r" << replicas
+         << "`): " << theoryText(scenario, options.backends, replicas) << ".";
+    }
+  }
+  md << "\n\n";
   md << "| proxy | distribution | hit ratio before | first second after | without refill "
         "(expected) | minimum | recovery to 95% (s) | moved, backends | moved, `mcring route` | "
         "theory | errors after | change took (ms) |\n";
@@ -207,6 +214,48 @@ std::string markdownTable(const StampedeOptions& options, Scenario scenario,
   if (!notes.empty()) {
     md << "\nErrors:\n" << notes;
   }
+  // The figure the experiment is about, one line per run: the first second against the baseline.
+  std::string firsts;
+  for (const StampedeRun& r : runs) {
+    if (r.scenario != scenario || !r.error.empty()) {
+      continue;
+    }
+    firsts += "- " + r.proxy + " " + r.shownDistribution() + ": " + fixed(r.hit_ratio_after, 3) +
+              " in the first second after, against " + fixed(r.hit_ratio_before, 3) + " before";
+    if (r.hit_ratio_before > 0 && r.hit_ratio_after >= 0) {
+      char text[96];
+      std::snprintf(text, sizeof(text), ": %.1f%% of the baseline (%+.1f points)",
+                    100 * r.hit_ratio_after / r.hit_ratio_before,
+                    100 * (r.hit_ratio_after - r.hit_ratio_before));
+      firsts += text;
+    }
+    firsts += "\n";
+  }
+  if (!firsts.empty()) {
+    md << "\nFirst second after the change against the baseline:\n" << firsts;
+  }
+  // What the runs cost: writes the backends saw per client write, and the proxy's CPU.
+  std::ostringstream cost;
+  for (const StampedeRun& r : runs) {
+    if (r.scenario != scenario || !r.error.empty()) {
+      continue;
+    }
+    cost << "| " << r.proxy << " | " << r.shownDistribution() << " | " << r.replicas << " | "
+         << r.warm_client_sets << " | " << r.warm_backend_writes << " | "
+         << fixed(r.warmWriteAmplification(), 3) << " | " << r.load_client_writes << " | "
+         << r.load_backend_writes << " | " << fixed(r.loadWriteAmplification(), 3) << " | "
+         << fixed(r.proxyUsPerWarmSet(), 2) << " | " << r.load_requests << " | "
+         << fixed(r.proxyUsPerLoadRequest(), 2) << " |\n";
+  }
+  if (!cost.str().empty()) {
+    md << "\nCost (backend writes from the backends' own `stats`: cmd_set, deletes, incr/decr, "
+          "touches; the crashed backend's read just before the kill. Proxy CPU: utime + stime "
+          "from /proc over the warm-up and over the load, per client request):\n\n";
+    md << "| proxy | distribution | replicas | warm-up sets | backend writes | write "
+          "amplification | load: client writes | backend writes | write amplification | proxy "
+          "CPU us / warm-up set | load requests | proxy CPU us / request |\n";
+    md << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" << cost.str();
+  }
   return md.str();
 }
 
@@ -250,6 +299,11 @@ std::string jsonReport(const StampedeOptions& options, const std::vector<Stamped
      << ",\"proxy_threads\":" << options.proxy_threads << ",\"hash\":" << jsonString(options.hash)
      << ",\"warmup\":" << (options.warmup ? "true" : "false")
      << ",\"warmup_window_ms\":" << (options.warmup ? options.warmup_window_ms : 0)
+     << ",\"replicas\":[";
+  for (size_t i = 0; i < options.replicas.size(); ++i) {
+    js << (i ? "," : "") << options.replicas[i];
+  }
+  js << "]"
      << ",\"out\":" << jsonString(options.out_dir) << "},\"runs\":[";
   bool first = true;
   for (const StampedeRun& r : runs) {
@@ -276,7 +330,22 @@ std::string jsonReport(const StampedeOptions& options, const std::vector<Stamped
          << r.error_kinds[i];
     }
     js << "},\"unsent\":" << r.unsent << ",\"refills_dropped\":" << r.refills_dropped
-       << ",\"csv\":" << jsonString(r.csv_path);
+       << ",\"csv\":" << jsonString(r.csv_path) << ",\"replicas\":" << r.replicas
+       << ",\"hit_ratio_after_share_of_before\":"
+       << jsonNumber(r.hit_ratio_before > 0 && r.hit_ratio_after >= 0
+                         ? r.hit_ratio_after / r.hit_ratio_before
+                         : -1)
+       << ",\"warm_client_sets\":" << r.warm_client_sets
+       << ",\"warm_backend_writes\":" << r.warm_backend_writes
+       << ",\"write_amplification_warm\":" << jsonNumber(r.warmWriteAmplification())
+       << ",\"load_client_writes\":" << r.load_client_writes
+       << ",\"load_backend_writes\":" << r.load_backend_writes
+       << ",\"write_amplification_load\":" << jsonNumber(r.loadWriteAmplification())
+       << ",\"load_requests\":" << r.load_requests
+       << ",\"proxy_cpu_warm_s\":" << jsonNumber(r.proxy_cpu_warm_s, 3)
+       << ",\"proxy_cpu_load_s\":" << jsonNumber(r.proxy_cpu_load_s, 3)
+       << ",\"proxy_cpu_us_per_warm_set\":" << jsonNumber(r.proxyUsPerWarmSet(), 3)
+       << ",\"proxy_cpu_us_per_request\":" << jsonNumber(r.proxyUsPerLoadRequest(), 3);
     if (!r.error.empty()) {
       js << ",\"error\":" << jsonString(r.error);
     }
@@ -343,7 +412,8 @@ std::vector<std::string> plotScenario(const StampedeOptions& options, Scenario s
     if (r.scenario != scenario || !r.error.empty() || r.csv_path.empty()) {
       continue;
     }
-    const std::string twin = r.proxy + "-" + r.distribution;
+    const std::string twin =
+        r.proxy + "-" + r.distribution + "-r" + std::to_string(r.replicas);
     auto it = std::find(colors.begin(), colors.end(), twin);
     if (it == colors.end()) {
       it = colors.insert(colors.end(), twin);
