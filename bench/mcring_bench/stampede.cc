@@ -586,6 +586,7 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
   if (!writesOf(backends, &writes_load_start, &error)) {
     return failed(error);
   }
+  const pid_t cpu_pid = proxy;
   const double cpu_load_start = processCpuSeconds(proxy);
   const uint64_t start_ns = client.start();
   uint64_t crashed_writes = 0;  // the crashed backend's counter just before the kill
@@ -638,6 +639,9 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
       return failed(error);
     }
   }
+  // The proxy's CPU at the change splits the load's cost into before and after (a restarted
+  // nutcracker is another process: no split, and no load figure).
+  const double cpu_at_t0 = proxy == cpu_pid ? processCpuSeconds(proxy) : -1;
   say("%s %s: change applied (%s) after %.1f ms", scenarioName(scenario).data(), r.label().c_str(),
       r.change_source.c_str(), r.change_ms);
   const int after_seconds = static_cast<int>(std::ceil(o_.after_s));
@@ -648,7 +652,7 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
   }
   // The load's cost: the proxy's CPU and the backends' writes (the live ones now, the crashed
   // one as it was just before the kill) over the client's requests.
-  const double cpu_load_end = processCpuSeconds(proxy);
+  const double cpu_load_end = proxy == cpu_pid ? processCpuSeconds(proxy) : -1;
   std::vector<Backend> alive;
   for (const Backend& b : backends) {
     if (scenario != Scenario::Crash || b.port != crashed.port) {
@@ -660,12 +664,20 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
     return failed(error);
   }
   r.load_backend_writes = writes_load_end + crashed_writes - writes_load_start;
-  for (const StampedeSlot& slot : client.slots()) {
+  const uint64_t t0_slot = (t0 - start_ns) / CacheAsideClient::kSlotNs;
+  for (size_t i = 0; i < client.slots().size(); ++i) {
+    const StampedeSlot& slot = client.slots()[i];
     r.load_client_writes += slot.sets;
     r.load_requests += slot.ops + slot.errors;
+    if (i < t0_slot) {
+      r.load_requests_before += slot.ops + slot.errors;
+    }
   }
   if (cpu_load_start >= 0 && cpu_load_end >= 0) {
     r.proxy_cpu_load_s = cpu_load_end - cpu_load_start;
+    if (cpu_at_t0 >= 0) {
+      r.proxy_cpu_before_s = cpu_at_t0 - cpu_load_start;
+    }
   }
   r.seconds = secondsAround(client.slots(), start_ns, t0, after_seconds);
   r.error_kinds = client.errorKinds();

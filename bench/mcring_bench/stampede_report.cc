@@ -245,7 +245,8 @@ std::string markdownTable(const StampedeOptions& options, Scenario scenario,
          << fixed(r.warmWriteAmplification(), 3) << " | " << r.load_client_writes << " | "
          << r.load_backend_writes << " | " << fixed(r.loadWriteAmplification(), 3) << " | "
          << fixed(r.proxyUsPerWarmSet(), 2) << " | " << r.load_requests << " | "
-         << fixed(r.proxyUsPerLoadRequest(), 2) << " |\n";
+         << fixed(r.proxyUsPerLoadRequest(), 2) << " | " << fixed(r.proxyUsPerRequestBefore(), 2)
+         << " | " << fixed(r.proxyUsPerRequestAfter(), 2) << " |\n";
   }
   if (!cost.str().empty()) {
     md << "\nCost (backend writes from the backends' own `stats`: cmd_set, deletes, incr/decr, "
@@ -253,8 +254,9 @@ std::string markdownTable(const StampedeOptions& options, Scenario scenario,
           "from /proc over the warm-up and over the load, per client request):\n\n";
     md << "| proxy | distribution | replicas | warm-up sets | backend writes | write "
           "amplification | load: client writes | backend writes | write amplification | proxy "
-          "CPU us / warm-up set | load requests | proxy CPU us / request |\n";
-    md << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" << cost.str();
+          "CPU us / warm-up set | load requests | proxy CPU us / request | before the change | "
+          "after |\n";
+    md << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" << cost.str();
   }
   return md.str();
 }
@@ -345,7 +347,11 @@ std::string jsonReport(const StampedeOptions& options, const std::vector<Stamped
        << ",\"proxy_cpu_warm_s\":" << jsonNumber(r.proxy_cpu_warm_s, 3)
        << ",\"proxy_cpu_load_s\":" << jsonNumber(r.proxy_cpu_load_s, 3)
        << ",\"proxy_cpu_us_per_warm_set\":" << jsonNumber(r.proxyUsPerWarmSet(), 3)
-       << ",\"proxy_cpu_us_per_request\":" << jsonNumber(r.proxyUsPerLoadRequest(), 3);
+       << ",\"proxy_cpu_us_per_request\":" << jsonNumber(r.proxyUsPerLoadRequest(), 3)
+       << ",\"load_requests_before\":" << r.load_requests_before
+       << ",\"proxy_cpu_before_s\":" << jsonNumber(r.proxy_cpu_before_s, 3)
+       << ",\"proxy_cpu_us_per_request_before\":" << jsonNumber(r.proxyUsPerRequestBefore(), 3)
+       << ",\"proxy_cpu_us_per_request_after\":" << jsonNumber(r.proxyUsPerRequestAfter(), 3);
     if (!r.error.empty()) {
       js << ",\"error\":" << jsonString(r.error);
     }

@@ -65,8 +65,10 @@ struct StampedeRun {
   uint64_t load_client_writes = 0;     // refill sets ended over the load (before and after t0)
   uint64_t load_backend_writes = 0;    // what the backends counted over the load
   uint64_t load_requests = 0;          // client requests ended over the load (gets and sets)
+  uint64_t load_requests_before = 0;   // ... of which before the change (t0)
   double proxy_cpu_warm_s = -1;        // the proxy's CPU over the warm-up
   double proxy_cpu_load_s = -1;        // ... over the load
+  double proxy_cpu_before_s = -1;      // ... over the load before the change
   double warmWriteAmplification() const {
     return warm_client_sets == 0 ? -1
                                  : static_cast<double>(warm_backend_writes) / warm_client_sets;
@@ -82,6 +84,17 @@ struct StampedeRun {
   double proxyUsPerLoadRequest() const {
     return proxy_cpu_load_s < 0 || load_requests == 0 ? -1
                                                        : proxy_cpu_load_s * 1e6 / load_requests;
+  }
+  double proxyUsPerRequestBefore() const {
+    return proxy_cpu_before_s < 0 || load_requests_before == 0
+               ? -1
+               : proxy_cpu_before_s * 1e6 / load_requests_before;
+  }
+  double proxyUsPerRequestAfter() const {
+    const uint64_t after = load_requests - load_requests_before;
+    return proxy_cpu_before_s < 0 || proxy_cpu_load_s < 0 || after == 0
+               ? -1
+               : (proxy_cpu_load_s - proxy_cpu_before_s) * 1e6 / after;
   }
 
   // The distribution as the table and the plot show it: `ketama+warmup` for a warm-up run,
