@@ -97,6 +97,17 @@ struct PoolConfig {
   // A copy is read for at most this long after its fill (bounds staleness across proxies).
   uint32_t hot_key_copy_ttl_ms = 10000;
   HotKeyMetrics hot_key_metrics = HotKeyMetrics::Off;  // top keys as /metrics series
+  // Replication (routing.replicas > 1; docs/design.md, "Replication"). The client's reply to a
+  // write sent to every replica: the first replica's, in preference order, that answered
+  // (false), or the worst of all of them once all answered (true: `replica_write_reply: all`).
+  bool replica_write_all = false;
+  // A read that misses at a replica also asks the next one (MissFailoverRoute).
+  bool read_failover_on_miss = false;
+  // A server that missed writes (a replica write failed, or its keys were rerouted while it was
+  // ejected) is flushed (flush_all) when a connection to it is next established, before it
+  // serves a read; for return_window_ms after that a miss there asks the next replica.
+  bool return_flush = true;
+  uint32_t return_window_ms = 30000;
 
   // --- TLS and authentication (docs/tls.md). Paths are as written, or made absolute against
   // the config file's directory. Files are read when the config is loaded or reloaded. ---

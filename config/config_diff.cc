@@ -68,6 +68,12 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
             std::string(routing::ketamaCompatName(b.routing.ketama_compat)));
   keyChange(&k, "hash_tag", a.routing.hash_tag, b.routing.hash_tag);
   keyChange(&k, "replicas", str(a.routing.replicas), str(b.routing.replicas));
+  keyChange(&k, "replica_write_reply", a.replica_write_all ? "all" : "primary",
+            b.replica_write_all ? "all" : "primary");
+  keyChange(&k, "read_failover_on_miss", str(a.read_failover_on_miss),
+            str(b.read_failover_on_miss));
+  keyChange(&k, "return_flush", str(a.return_flush), str(b.return_flush));
+  keyChange(&k, "return_window", str(a.return_window_ms), str(b.return_window_ms));
   keyChange(&k, "timeout", str(a.timeout_ms), str(b.timeout_ms));
   keyChange(&k, "server_connections", str(a.server_connections), str(b.server_connections));
   keyChange(&k, "client_connections", str(a.client_connections), str(b.client_connections));

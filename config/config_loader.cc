@@ -349,6 +349,7 @@ class Loader {
     }
     if (diagnostics_.count() == pool.errors_before) {
       checkRouting(pool, context);
+      checkReplication(pool, context);
       checkTls(pool, context);
     }
     pools_.push_back(std::move(pool));
@@ -419,6 +420,31 @@ class Loader {
       }
     }
     diagnostics_.add(at, context, error.empty() ? "the router refuses these options" : error);
+  }
+
+  // Replication keys that contradict each other: the replica policies need replicas > 1, and
+  // hot-key spread (its own copies of a key, written alike) cannot share a pool with replicas.
+  void checkReplication(const LoadedPool& pool, const std::string& context) {
+    const PoolConfig& c = pool.config;
+    auto at = [&](std::string_view key) {
+      auto it = pool.key_marks.find(key);
+      return it != pool.key_marks.end() ? it->second : c.mark;
+    };
+    if (c.routing.replicas > 1 && c.hot_key_spread > 0) {
+      diagnostics_.add(at("hot_key_spread"), context,
+                       "hot_key_spread cannot be used with replicas > 1 (every key already has "
+                       "replicas: set hot_key_spread: 0 or replicas: 1)");
+    }
+    if (c.routing.replicas < 2) {
+      if (c.replica_write_all) {
+        diagnostics_.add(at("replica_write_reply"), context,
+                         "replica_write_reply: all needs replicas > 1");
+      }
+      if (c.read_failover_on_miss) {
+        diagnostics_.add(at("read_failover_on_miss"), context,
+                         "read_failover_on_miss: true needs replicas > 1");
+      }
+    }
   }
 
   // The TLS and authentication keys that only make sense together; relative paths made

@@ -775,6 +775,61 @@ const std::array kPoolKeys = {
         .show = [](const PoolConfig& p) { return std::to_string(p.routing.replicas); },
     },
     PoolKey{
+        .name = "replica_write_reply", .type = "name", .origin = KeyOrigin::Mcring,
+        .meaning = "With `replicas` > 1, the reply a client gets to a write (sent to every "
+                   "replica): `primary`, the reply of the first replica in preference order that "
+                   "answered without an error (normally the primary's, sent as soon as it "
+                   "arrives; the others are read in the background and only counted), or `all`, "
+                   "once every replica answered, the worst reply: a failure or error over a "
+                   "refusal (NOT_STORED, EXISTS, NOT_FOUND, NS, EX, NF) over a success, the "
+                   "earliest replica's among equals.",
+        .choices = [] { return std::vector<std::string_view>{"primary", "all"}; },
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("a name");
+          if (!text) {
+            return;
+          }
+          if (*text == "primary" || *text == "all") {
+            p.replica_write_all = *text == "all";
+          } else {
+            v.error("unknown replica_write_reply " + quoted(*text) + " (primary or all)");
+          }
+        },
+        .show = [](const PoolConfig& p) {
+          return std::string(p.replica_write_all ? "all" : "primary");
+        },
+    },
+    PoolKey{
+        .name = "read_failover_on_miss", .type = "bool", .origin = KeyOrigin::Mcring,
+        .meaning = "With `replicas` > 1: true, a read that misses at a replica also asks the "
+                   "next replica of the key (a miss costs up to `replicas` round trips). false: "
+                   "only an error, a timeout, a closed connection or an unavailable server fails "
+                   "a read over to the next replica.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.read_failover_on_miss); },
+        .show = [](const PoolConfig& p) { return showBool(p.read_failover_on_miss); },
+    },
+    PoolKey{
+        .name = "return_flush", .type = "bool", .origin = KeyOrigin::Mcring,
+        .meaning = "true: a server that missed writes while it could not be reached (a replica "
+                   "write that failed; with `auto_eject_hosts`, keys rerouted while it was "
+                   "ejected) gets `flush_all` when a connection to it is next established, "
+                   "before it serves any read (until then its reads go to the next replica), so "
+                   "it never serves a value overwritten or deleted meanwhile; then for "
+                   "`return_window` a miss there asks the next replica. Logged and counted "
+                   "(`return_flushes`). false: a returning server serves what it kept.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.return_flush); },
+        .show = [](const PoolConfig& p) { return showBool(p.return_flush); },
+    },
+    PoolKey{
+        .name = "return_window", .type = "integer (ms)", .origin = KeyOrigin::Mcring,
+        .meaning = "With `return_flush` and `replicas` > 1: for this long after a returning "
+                   "server was flushed, a miss there asks the key's next replica. 0: no window.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.return_window_ms, 0, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.return_window_ms); },
+    },
+    PoolKey{
         .name = "maglev_table_size", .type = "integer", .origin = KeyOrigin::Mcring,
         .meaning = "With `distribution: maglev`, the lookup table size: a prime larger than the "
                    "number of servers.",

@@ -8,6 +8,7 @@
 #include "proxy/backend/backend_server.h"
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/pool_security.h"
+#include "proxy/backend/replica_write.h"
 #include "proxy/backend/spread_write.h"
 #include "proxy/backend/worker_context.h"
 #include "proxy/common/clock.h"
@@ -55,7 +56,24 @@ bool BackendConnection::ensureConnected() {
   if (auth_pending_) {
     tcp_->output().append(auth);
   }
+  // A server that missed writes is flushed before anything else reaches it on this connection.
+  server_.startReturnFlush(*this);
   return true;
+}
+
+void BackendConnection::sendReturnFlush(uint64_t mark) {
+  WorkerContext& w = server_.worker();
+  PendingRequest* r = w.requests().acquire();
+  r->refs = 1;
+  r->fragments_left = 1;
+  r->noreply = true;
+  r->command = protocol::Command::FlushAll;
+  r->return_flush_mark = mark;
+  static constexpr std::string_view kFlush = "flush_all\r\n";
+  output().append(kFlush);
+  stats::bump(server_.stats().other_commands);
+  expect(r, 0, Delivery::ReturnFlush, Expect::OneUnit, kFlush.size());
+  w.requests().release(r);  // the expectation's reference keeps it until the reply
 }
 
 void BackendConnection::expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect e,
@@ -369,11 +387,9 @@ BackendConnection::Step BackendConnection::deliverShared(InFlight& f, const prot
   } else if (rep.kind == ReplyKind::End) {
     // fall through to the end of this request
   } else if (rep.isError()) {
-    // One error answers the whole line (memcached stops there): every request of it fails.
-    if (!r->failed) {
-      r->failed = true;
-      r->error_line.assign(line.substr(0, rep.line_length));
-    }
+    // One error answers the whole line (memcached stops there): every request of it fails (a
+    // replicated read's keys fail over: dispatch/failover.h).
+    failFragment(*r, fr, BackendFailure::ProtocolError, line.substr(0, rep.line_length));
     if (rep.data_length > 0) {
       return Step::Desync;
     }
@@ -404,6 +420,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         // The backend applied the q flag itself; the `mn` we added marks the end.
         if (rep.kind == ReplyKind::MetaNoop) {
           if (r->command == protocol::Command::MetaGet && hits_in_reply_ == 0) {
+            markReadMiss(*r);
             stats::bump(server_.stats().get_misses);
             if (r->spread_role == SpreadRole::Read) {
               missedAtCopy(*r->spread, r->spread_copy, server_.worker().counters());
@@ -420,6 +437,9 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
             (rep.kind == ReplyKind::MetaValue || rep.kind == ReplyKind::MetaHit)) {
           stats::bump(server_.stats().get_hits);
         }
+        if (rep.kind == ReplyKind::ServerError) {
+          markReadError(*r);
+        }
         ++hits_in_reply_;
         forward(*r, r->reply, n);
         return Step::More;
@@ -433,6 +453,11 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         }
         if (r->command == protocol::Command::MetaGet) {
           bool hit = rep.kind == ReplyKind::MetaValue || rep.kind == ReplyKind::MetaHit;
+          if (rep.kind == ReplyKind::MetaMiss) {
+            markReadMiss(*r);
+          } else if (rep.kind == ReplyKind::ServerError) {
+            markReadError(*r);
+          }
           stats::bump(hit ? server_.stats().get_hits : server_.stats().get_misses);
           if (!hit && r->spread_role == SpreadRole::Read) {
             missedAtCopy(*r->spread, r->spread_copy, server_.worker().counters());
@@ -489,10 +514,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         return Step::Done;
       }
       if (rep.isError()) {
-        if (!r->failed) {
-          r->failed = true;
-          r->error_line.assign(line.substr(0, rep.line_length));
-        }
+        failFragment(*r, fr, BackendFailure::ProtocolError, line.substr(0, rep.line_length));
         in.drain(n);
         return Step::Done;
       }
@@ -532,6 +554,29 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       recordSpreadReply(*r, f.fragment, rep, line);
       in.drain(n);
       return Step::Done;
+    case Delivery::ReplicaWrite:
+      if (rep.isListItem()) {
+        return Step::Desync;
+      }
+      if (f.expect == Expect::UntilNoop && rep.kind != ReplyKind::MetaNoop) {
+        recordReplicaReply(*r, f.fragment, rep, in.contiguous(n));  // then the mn we added
+        in.drain(n);
+        return Step::More;
+      }
+      if (f.expect != Expect::UntilNoop) {
+        recordReplicaReply(*r, f.fragment, rep, in.contiguous(n));
+      }
+      in.drain(n);
+      replicaAnswered(*r, f.fragment, server_);
+      return Step::Done;
+    case Delivery::ReturnFlush:
+      if (rep.isListItem() || rep.data_length > 0) {
+        return Step::Desync;
+      }
+      server_.endReturnFlush(r->return_flush_mark, rep.kind == ReplyKind::Ok,
+                             line.substr(0, rep.line_length));
+      in.drain(n);
+      return Step::Done;
     case Delivery::SpreadFill:
       if (rep.isListItem()) {
         return Step::Desync;
@@ -555,6 +600,42 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
   return Step::Desync;
 }
 
+// Read failover (dispatch/failover.h): a replicated read's part that this server could not
+// serve; the request's completion sends it on to the next replica (or fails it as before).
+void BackendConnection::failFragment(PendingRequest& r, Fragment& fr, BackendFailure why,
+                                     std::string_view error_line) {
+  if (r.replica_read) {
+    fr.failed = true;
+    fr.failure = why;
+    if (!error_line.empty() && r.error_line.empty()) {
+      r.error_line.assign(error_line);
+    }
+    return;
+  }
+  if (!r.failed) {
+    r.failed = true;
+    r.error_line.assign(error_line.empty() ? backendFailureReply(why) : error_line);
+  }
+}
+
+// A replicated mg missed here: with read_failover_on_miss, or in this server's return window,
+// the next replica is asked.
+void BackendConnection::markReadMiss(PendingRequest& r) {
+  if (r.replica_read && server_.missFailsOver()) {
+    r.read_failed_at = &server_;
+    r.read_missed = true;
+  }
+}
+
+// A replicated mg got SERVER_ERROR here: the next replica is asked.
+void BackendConnection::markReadError(PendingRequest& r) {
+  if (r.replica_read) {
+    r.read_failed_at = &server_;
+    r.read_failure = BackendFailure::ProtocolError;
+    r.read_missed = false;
+  }
+}
+
 // The expectation `f` is over (answered or failed): complete its request if it was the last
 // part, and drop this connection's reference.
 void BackendConnection::finish(InFlight& f) {
@@ -563,7 +644,21 @@ void BackendConnection::finish(InFlight& f) {
   if (f.delivery == Delivery::Warmup || f.delivery == Delivery::WarmMeta) {
     w.warmup().finished(multigetKey(*r, f.fragment), r, f.fragment);
   }
+  // A write sent to every replica completes once its reply is known (replica_write_reply):
+  // possibly before the other replicas answered, whose replies are then read in the background.
+  if (r->replica_count > 0 && !r->complete && r->fragments_left - 1 == pendingReplicas(*r) &&
+      replicaWriteDecided(*r)) {
+    composeReplicaReply(*r, w.counters());
+    r->complete = true;
+    if (r->session != nullptr) {
+      r->session->onRequestComplete(r);
+    }
+  }
   if (--r->fragments_left == 0) {
+    if (r->replica_count > 0 && r->complete) {
+      w.requests().release(r);
+      return;
+    }
     settleSpreadWrite(*r, w.counters());
     if (!w.steps().complete(*r, w)) {
       w.requests().release(r);  // a second hop's expectations hold it now
@@ -602,6 +697,11 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
     PendingRequest* r = f.req;
     switch (f.delivery) {
       case Delivery::Direct:
+        if (r->replica_read) {
+          r->read_failed_at = &server_;  // the next replica may serve it (failover.h)
+          r->read_failure = why;
+          r->read_missed = false;
+        }
         if (r->session != nullptr) {
           r->session->releaseHeld(*r);
         }
@@ -614,7 +714,9 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
         if (r->spread_role == SpreadRole::Write) {
           r->spread_replies[0] = kSpreadFailed;
         }
-        stats::bump(c.server_errors);
+        if (!r->replica_read) {
+          stats::bump(c.server_errors);  // a replicated read: counted if no replica serves it
+        }
         break;
       case Delivery::SpreadCopy:
         r->spread_replies[f.fragment] = kSpreadFailed;
@@ -622,7 +724,18 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
       case Delivery::SpreadFill:
         endSpreadFill(*r, false, c);
         break;
+      case Delivery::ReplicaWrite:
+        replicaFailed(*r, f.fragment, why, server_);
+        break;
+      case Delivery::ReturnFlush:
+        server_.endReturnFlush(r->return_flush_mark, false, backendFailureName(why));
+        break;
       case Delivery::Fragment:
+        if (r->replica_read) {
+          failFragment(*r, r->fragments[f.fragment], why, {});
+          break;
+        }
+        [[fallthrough]];
       case Delivery::Broadcast:
         if (!r->failed) {
           r->failed = true;

@@ -38,6 +38,10 @@ enum class Delivery : uint8_t {
   SpreadCopy,
   // A fill's read of the primary or its write of a copy (the request's spread_role says which).
   SpreadFill,
+  // Replication (replica_write.h): a write at replica `fragment` of its key.
+  ReplicaWrite,
+  // return_flush (server_freshness.h): the flush_all of a server that missed writes.
+  ReturnFlush,
 };
 
 class BackendConnection : public net::ConnectionHandler {
@@ -68,6 +72,10 @@ class BackendConnection : public net::ConnectionHandler {
   // on `r`.
   void expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect expect,
               uint64_t bytes);
+
+  // Sends flush_all for return_flush (a detached request; BackendServer::endReturnFlush gets
+  // its answer). `mark`: the server's missed-write count when it was sent.
+  void sendReturnFlush(uint64_t mark);
 
   // Fails everything in flight and closes (on a timeout or a failed connect, when a drained
   // server is released, and at shutdown); counts towards the server's failures.
@@ -110,6 +118,10 @@ class BackendConnection : public net::ConnectionHandler {
   bool othersWaitBehind(const RequestOwner* head) const;
   void resume();
   void finish(InFlight& f);
+  void failFragment(PendingRequest& r, Fragment& fr, BackendFailure why,
+                    std::string_view error_line);
+  void markReadMiss(PendingRequest& r);
+  void markReadError(PendingRequest& r);
   void failAll(BackendFailure why);
   void failEach(std::deque<InFlight>& failed, BackendFailure why);
   // The server closed this connection (or its replies stopped making sense) while it was

@@ -24,6 +24,7 @@ BackendServer::BackendServer(WorkerContext& worker, PoolRuntime& pool, std::stri
                              uint32_t connections)
     : worker_(worker), pool_(&pool), identity_(std::move(identity)), address_(address) {
   stats_ = worker_.backendStats().add(pool.name, identity_, name);
+  fresh_ = serverFreshness(pool.name, identity_);
   if (connections == 0) {
     connections = 1;
   }
@@ -107,6 +108,73 @@ void BackendServer::logFailure(BackendFailure why, int error, const std::string&
                  ? (" [+" + std::to_string(suppressed_logs_) + " more in the last second(s)]").c_str()
                  : "");
   suppressed_logs_ = 0;
+}
+
+bool BackendServer::readable(uint64_t session_id) {
+  if (pool_->config().return_flush && fresh_->stale()) {
+    // Reads stay away, but they bring it back: a connection (re)established sends the flush
+    // first (ensureConnected), one already up sends it now.
+    if (BackendConnection* c = connectionFor(session_id);
+        c != nullptr && c->state() == BackendConnection::State::Connected) {
+      startReturnFlush(*c);
+    }
+    return false;
+  }
+  const BackendConnection* c = connections_[session_id % connections_.size()].get();
+  return !(c->state() == BackendConnection::State::Closed && retry_at_ns_ != 0 &&
+           common::coarseMonotonicNs() < retry_at_ns_);
+}
+
+void BackendServer::missedWrite() {
+  if (!pool_->config().return_flush) {
+    return;
+  }
+  fresh_->missWrite();
+  // A server that answers (a SERVER_ERROR to a write) keeps its connection: flush it now.
+  for (auto& c : connections_) {
+    if (c->state() == BackendConnection::State::Connected) {
+      startReturnFlush(*c);
+      break;
+    }
+  }
+}
+
+bool BackendServer::missFailsOver() const {
+  const auto& pc = pool_->config();
+  if (pc.read_failover_on_miss) {
+    return true;
+  }
+  if (!pc.return_flush || pc.return_window_ms == 0) {
+    return false;
+  }
+  const uint64_t at = fresh_->returned_at_ms.load(std::memory_order_relaxed);
+  return at != 0 && common::coarseMonotonicNs() / 1000000 < at + pc.return_window_ms;
+}
+
+void BackendServer::startReturnFlush(BackendConnection& conn) {
+  if (!pool_->config().return_flush || !fresh_->stale()) {
+    return;
+  }
+  bool expected = false;
+  if (!fresh_->flush_in_flight.compare_exchange_strong(expected, true)) {
+    return;  // another worker's connection is flushing it
+  }
+  conn.sendReturnFlush(fresh_->missed.load());
+}
+
+void BackendServer::endReturnFlush(uint64_t mark, bool ok, std::string_view reply) {
+  if (!ok) {
+    fresh_->flush_in_flight.store(false);
+    MCRING_LOG(Warn, "pool '%s': backend %s: return flush_all failed (%.*s): its reads stay on "
+               "the next replica until a flush succeeds", pool_->name.c_str(), identity_.c_str(),
+               static_cast<int>(reply.size()), reply.data());
+    return;
+  }
+  stats::bump(stats_->return_flushes);
+  fresh_->flushDone(mark, common::coarseMonotonicNs() / 1000000);
+  MCRING_LOG(Notice, "pool '%s': backend %s returned after missing writes (%llu since start): "
+             "flushed (flush_all) before serving reads (return_flush)", pool_->name.c_str(),
+             identity_.c_str(), static_cast<unsigned long long>(mark));
 }
 
 bool BackendServer::idle() const {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "proxy/backend/backend_connection.h"
+#include "proxy/backend/server_freshness.h"
 #include "proxy/common/socket_address.h"
 #include "proxy/net/tls_context.h"
 #include "proxy/stats/backend_stats.h"
@@ -40,6 +41,23 @@ class BackendServer {
   }
 
   bool idle() const;  // nothing in flight on any connection
+
+  // Replication (docs/design.md, "Replication"). Whether a read may go to this server now
+  // (replicas > 1 picks the key's first readable replica): not stale (return_flush: it missed
+  // writes and its flush_all is not acknowledged yet; starts that flush if a connection is up)
+  // and not backing off with the session's connection closed.
+  bool readable(uint64_t session_id);
+  // A write for one of its keys went elsewhere without it (return_flush).
+  void missedWrite();
+  // A miss here goes on to the key's next replica: read_failover_on_miss, or within
+  // return_window of its return flush.
+  bool missFailsOver() const;
+  // Sends flush_all on `conn` (which has nothing in flight yet, or is connected) if the server is
+  // stale and no other worker is flushing it.
+  void startReturnFlush(BackendConnection& conn);
+  // The flush sent when missed was `mark` answered (ok: OK).
+  void endReturnFlush(uint64_t mark, bool ok, std::string_view reply);
+  ServerFreshness& freshness() { return *fresh_; }
   void abortAll(BackendFailure why);
 
   const std::string& identity() const { return identity_; }
@@ -70,6 +88,7 @@ class BackendServer {
   uint32_t backoff_ms_ = 0;
   BackendFailure last_failure_ = BackendFailure::Unavailable;
   std::shared_ptr<stats::BackendStats> stats_;
+  std::shared_ptr<ServerFreshness> fresh_;
   // twemproxy's server_failure_limit: consecutive failures before the proxy is told to eject.
   uint32_t consecutive_failures_ = 0;
   uint64_t last_log_ns_ = 0;

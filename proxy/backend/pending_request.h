@@ -6,11 +6,13 @@
 // Worker-thread only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "proxy/backend/backend_failure.h"
 #include "proxy/backend/hot_spread.h"
 #include "proxy/net/buffer.h"
 #include "proxy/protocol/binary_translation.h"
@@ -101,6 +103,20 @@ struct SpreadRead {
 inline constexpr uint64_t kSpreadPending = ~uint64_t{0} - 1;
 inline constexpr uint64_t kSpreadFailed = ~uint64_t{0};
 
+// Replication (backend/replica_write.h, dispatch/failover.h): the most replicas of a key
+// (routing::kMaxReplicas; checked where the dispatcher fills these arrays).
+inline constexpr uint32_t kReplicaSlots = 8;
+
+// What one replica did with a write sent to every replica of its key.
+enum class ReplicaOutcome : uint8_t {
+  Pending,  // sent, not answered yet
+  Success,  // STORED, DELETED, TOUCHED, a number, OK, HD, VA, or nothing (meta q)
+  Refusal,  // NOT_STORED, EXISTS, NOT_FOUND, NS, EX, NF, EN
+  Error,    // ERROR, CLIENT_ERROR, SERVER_ERROR
+  Failed,   // no reply: unavailable, connection failed or closed, timeout
+  Skipped,  // not sent: a cas the primary did not store
+};
+
 // Part of a multi-key get that went to one backend.
 struct Fragment {
   uint32_t server = 0;                // index in the pool's server list
@@ -110,6 +126,10 @@ struct Fragment {
   net::Buffer values;                 // VALUE units received, in key order
   bool done = false;
   const BackendServer* warm_from = nullptr;  // a warm-up fragment: the keys' previous server
+  // Read failover: its server failed (why) or answered an error; its keys not hit go on to
+  // their next replica when the request's parts have all answered (dispatch/failover.h).
+  bool failed = false;
+  BackendFailure failure = BackendFailure::Unavailable;
 };
 
 struct PendingRequest {
@@ -173,6 +193,31 @@ struct PendingRequest {
   bool spread_primary_ok = false;        // Write: the primary answered, and not an error
   std::vector<SpreadRead> spread_reads;  // get: the keys served by a copy
 
+  // Replication: a write sent to every replica of its key (backend/replica_write.h). Never
+  // streamed (rewrites): the client's reply is composed from the replicas' (replica_units).
+  uint8_t replica_count = 0;  // 0: not a replicated write
+  bool replica_all = false;   // replica_write_reply: all (else primary)
+  bool replica_cas = false;   // cas / ms with C: to the primary; then a set to the others
+  bool replica_quiet = false;  // meta q: each replica's answer ends with the mn mcring added
+  uint64_t replica_session = 0;            // the client's session id: which connection
+  const void* replica_topology = nullptr;  // the snapshot replica_servers index into
+  std::array<uint32_t, kReplicaSlots> replica_servers{};
+  std::array<ReplicaOutcome, kReplicaSlots> replica_outcome{};
+  std::array<BackendFailure, kReplicaSlots> replica_failure{};
+  std::array<std::string, kReplicaSlots> replica_units;  // each replica's reply bytes
+  std::string replica_followup;  // cas: the plain set (line and data) for the other replicas
+  uint64_t return_flush_mark = 0;  // a return flush_all: the missed-write count it covers
+
+  // Read failover (dispatch/failover.h): a read of a pool with replicas > 1. A Direct one (mg)
+  // keeps what it needs to go again to the key's next replica. Never streamed (rewrites).
+  bool replica_read = false;
+  BackendServer* read_failed_at = nullptr;  // Direct: the server that failed / missed
+  BackendFailure read_failure = BackendFailure::Unavailable;
+  bool read_missed = false;    // Direct: read_failed_at answered a miss (not a failure)
+  std::string failover_key;    // Direct: the routing key
+  std::string failover_line;   // Direct: the request as sent (with the mn of a quiet mg)
+  Expect failover_expect = Expect::OneUnit;
+
   void reset() {
     session = nullptr;
     refs = 0;
@@ -209,6 +254,22 @@ struct PendingRequest {
     spread_replies.clear();
     spread_primary_ok = false;
     spread_reads.clear();
+    if (replica_count > 0) {
+      for (uint32_t i = 0; i < replica_count; ++i) {
+        replica_units[i].clear();
+      }
+      replica_count = 0;
+      replica_followup.clear();
+    }
+    replica_all = false;
+    replica_cas = false;
+    replica_quiet = false;
+    replica_topology = nullptr;
+    replica_read = false;
+    read_failed_at = nullptr;
+    read_missed = false;
+    failover_key.clear();
+    failover_line.clear();
     for (uint32_t i = 0; i < fragment_count; ++i) {
       Fragment& f = fragments[i];
       f.key_indices.clear();
@@ -217,6 +278,7 @@ struct PendingRequest {
       f.values.drain(f.values.size());
       f.done = false;
       f.warm_from = nullptr;
+      f.failed = false;
     }
     fragment_count = 0;
   }
@@ -230,9 +292,9 @@ inline std::string_view multigetKey(const PendingRequest& r, uint32_t i) {
 // Where a VALUE unit for fragment `fr` of r goes as it arrives. A lone fragment (every key on one
 // server, the usual single-key get) answers in the client's key order already, so its units go
 // straight into r.reply instead of being copied twice; a warm get may add fragments later, so
-// it always collects per fragment.
+// it always collects per fragment, and so does a replicated read (its fragments may fail over).
 inline net::Buffer& multigetValueSink(PendingRequest& r, Fragment& fr) {
-  return r.fragment_count == 1 && !r.warm ? r.reply : fr.values;
+  return r.fragment_count == 1 && !r.warm && !r.rewrites ? r.reply : fr.values;
 }
 
 // Recycles PendingRequests (and their buffers' and vectors' capacity): no allocation per request

@@ -10,6 +10,7 @@
 
 #include "config/config.h"
 #include "config/config_diff.h"
+#include "proxy/backend/server_freshness.h"
 #include "proxy/common/log.h"
 
 namespace mcring::core {
@@ -431,6 +432,10 @@ void Proxy::onServerDown(const std::string& pool, const std::string& identity) {
     return;
   }
   auto key = std::make_pair(pool, identity);
+  if (pc->return_flush) {
+    // Its keys' writes go elsewhere until it returns: flushed then (server_freshness.h).
+    serverFreshness(pool, identity)->missWrite();
+  }
   Ejection& e = ejected_[key];
   e.address = current->server_addresses[index];
   e.retry_ms = pc->server_retry_timeout_ms;

@@ -2,6 +2,7 @@
 #include "proxy/dispatch/completion.h"
 
 #include "proxy/backend/spread_write.h"
+#include "proxy/dispatch/failover.h"
 #include "proxy/dispatch/multiget.h"
 #include "proxy/dispatch/warmup.h"
 #include "proxy/protocol/reply_lines.h"
@@ -11,6 +12,9 @@ namespace mcring::core {
 bool completeRequest(PendingRequest& r, WorkerContext& worker) {
   switch (r.shape) {
     case Shape::Direct:
+      if (continueReadFailover(r, worker)) {
+        return false;  // gone on to the key's next replica
+      }
       if (r.refused) {
         r.reply.drain(r.reply.size());
         r.reply.append(r.noreply ? std::string_view() : protocol::kOutOfMemoryLine);
@@ -27,6 +31,9 @@ bool completeRequest(PendingRequest& r, WorkerContext& worker) {
       if (r.warm && !r.warm_hop_started && r.session != nullptr &&
           launchMultigetWarmup(r, r.session->pool(), worker, r.session->id())) {
         return false;
+      }
+      if (continueReadFailover(r, worker)) {
+        return false;  // keys gone on to their next replicas
       }
       for (const SpreadRead& s : r.spread_reads) {
         if (!r.failed && r.key_hit_length[s.key_index] == 0) {

@@ -2,14 +2,18 @@
 #include "proxy/dispatch/dispatcher.h"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
+#include <span>
 
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
+#include "proxy/dispatch/failover.h"
 #include "proxy/dispatch/multiget.h"
 #include "proxy/dispatch/spread_fill.h"
 #include "proxy/dispatch/warmup.h"
 #include "proxy/protocol/reply_lines.h"
+#include "proxy/backend/replica_write.h"
 
 namespace mcring::core {
 
@@ -41,8 +45,22 @@ size_t effectIndex(protocol::Command c) {
 }  // namespace
 
 void Dispatcher::invalidateKey(std::string_view line) {
-  BackendServer* server = pool_->by_index[pool_->route(req_->routingKey(line, 0))];
-  BackendConnection* conn = server->connectionFor(src_->id());
+  const std::string_view key = req_->routingKey(line, 0);
+  if (pool_->config().routing.replicas > 1) {
+    // Every replica may hold the old value.
+    std::array<uint32_t, kReplicaSlots> set{};
+    const uint32_t n = pool_->topology->router->replicaSet(
+        key, std::span<uint32_t, routing::kMaxReplicas>(set));
+    for (uint32_t i = 0; i < n; ++i) {
+      invalidateAt(*pool_->by_index[set[i]], line);
+    }
+    return;
+  }
+  invalidateAt(*pool_->by_index[pool_->route(key)], line);
+}
+
+void Dispatcher::invalidateAt(BackendServer& server, std::string_view line) {
+  BackendConnection* conn = server.connectionFor(src_->id());
   if (conn == nullptr) {
     return;
   }
@@ -110,6 +128,17 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
   net::Buffer& in = src_->input();
   std::string_view key = req_->routingKey(line, 0);
   uint32_t index = pool_->route(key);
+  // Replication (replicas > 1): a write goes to every replica of the key, an mg to its first
+  // readable replica (and on to the next if that one cannot serve it: failover.h).
+  const bool replicated = pool_->config().routing.replicas > 1;
+  if (replicated && replicatedWrite(req_->command)) {
+    dispatchReplicatedWrite(r, line, key, index);
+    return;
+  }
+  const bool replicated_read = replicated && req_->command == Command::MetaGet;
+  if (replicated_read) {
+    index = readReplica(*pool_, worker_, key, src_->id());
+  }
   // A spread key (backend/hot_spread.h): a write goes to every copy, a plain mg to one.
   // (A base64 meta key is looked up decoded: its writes reach the copies like any other.)
   const std::shared_ptr<SpreadEntry>* spread = pool_->spreadEntry(key);
@@ -165,6 +194,19 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
   if (use == SpreadUse::Write) {
     dispatchSpreadWrite(r, *conn, *spread, line);
     return;
+  }
+  if (replicated_read && !r->warm) {
+    // What the next replica gets if this one cannot serve it (never streamed meanwhile).
+    r->replica_read = true;
+    r->rewrites = true;
+    r->replica_session = src_->id();
+    r->replica_topology = pool_->topology.get();
+    r->failover_key.assign(key);
+    r->failover_line.assign(line.substr(0, req_->line_length));
+    if (quiet_meta) {
+      r->failover_line.append("mn\r\n");
+    }
+    r->failover_expect = quiet_meta ? Expect::UntilNoop : Expect::OneUnit;
   }
   net::Buffer& out = conn->output();
   uint64_t sent = consumedLength();
@@ -308,6 +350,185 @@ void Dispatcher::dispatchSpreadWrite(PendingRequest* r, BackendConnection& prima
   primary.expect(r, 0, Delivery::Direct, Expect::OneUnit, head.size() + data_length);
 }
 
+// The writes that go to every replica of their key (replicas > 1). mg and me are reads (an mg
+// with N, T or E changes the item at the replica it reads: docs/design.md, "Replication").
+bool Dispatcher::replicatedWrite(Command c) {
+  switch (c) {
+    case Command::Set:
+    case Command::Add:
+    case Command::Replace:
+    case Command::Append:
+    case Command::Prepend:
+    case Command::Cas:
+    case Command::Delete:
+    case Command::Incr:
+    case Command::Decr:
+    case Command::Touch:
+    case Command::MetaSet:
+    case Command::MetaDelete:
+    case Command::MetaArithmetic:
+      return true;
+    default:
+      return false;
+  }
+}
+
+namespace {
+
+// The flag tokens of a meta request's arguments after its key (ms: after its datalen too).
+// Calls f(token) for each; stops early if f returns false.
+template <typename F>
+void forEachMetaFlag(std::string_view args, size_t skip_tokens, F f) {
+  size_t i = 0;
+  size_t token = 0;
+  while (i < args.size()) {
+    while (i < args.size() && args[i] == ' ') {
+      ++i;
+    }
+    size_t j = i;
+    while (j < args.size() && args[j] != ' ') {
+      ++j;
+    }
+    if (j > i && token++ >= skip_tokens && !f(args.substr(i, j - i))) {
+      return;
+    }
+    i = j;
+  }
+}
+
+}  // namespace
+
+// A write to every replica of its key (docs/design.md, "Replication"). A cas (cas, or an ms,
+// md, ma with a C flag) goes to the primary alone: a cas unique is one server's; if the primary
+// applies it, the other replicas get replica_followup (a plain set of the same value, flags and
+// exptime; the meta command without C; an md for an ma, whose result only the primary knows).
+void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view line,
+                                         std::string_view key, uint32_t primary) {
+  static_assert(kReplicaSlots == routing::kMaxReplicas);
+  std::array<uint32_t, kReplicaSlots> set{};
+  uint32_t n = pool_->topology->router->replicaSet(
+      key, std::span<uint32_t, routing::kMaxReplicas>(set));
+  if (n == 0) {
+    set[0] = primary;
+    n = 1;
+  }
+  const bool meta = protocol::commandClass(req_->command) == CommandClass::Meta;
+  const bool quiet = meta && req_->noreply;
+  const std::string_view args = req_->args.in(line);
+  bool cas = req_->command == Command::Cas;
+  if (meta) {
+    forEachMetaFlag(args, req_->command == Command::MetaSet ? 2 : 1, [&](std::string_view t) {
+      if (t[0] == 'C') {
+        cas = true;
+      }
+      return !cas;
+    });
+  }
+  r->rewrites = true;
+  r->replica_count = static_cast<uint8_t>(n);
+  r->replica_all = pool_->config().replica_write_all;
+  r->replica_quiet = quiet;
+  r->replica_cas = cas && n > 1;
+  r->replica_session = src_->id();
+  r->replica_topology = pool_->topology.get();
+  r->fragments_left = 0;
+  countForBackend(*pool_->by_index[set[0]], key);
+  if (pool_->warmup) {
+    if (BackendServer* prev = pool_->warmup->previousOwner(key, pool_->by_index[set[0]])) {
+      invalidatePrevious(r, *prev, line);  // before the line leaves the input
+    }
+  }
+  // The line as sent: classic noreply dropped (mcring reads every reply and drops it itself);
+  // meta q kept (the backend applies it; mcring's mn follows).
+  const protocol::Span t = meta ? protocol::Span() : req_->noreply_token;
+  head_.assign(line.substr(0, t.empty() ? req_->line_length : t.offset));
+  if (!t.empty()) {
+    head_.append(line.substr(t.offset + t.length, req_->line_length - t.offset - t.length));
+  }
+  if (r->replica_cas) {
+    // What the other replicas get if the primary applies the cas.
+    std::string& fu = r->replica_followup;
+    fu.clear();
+    if (req_->command == Command::Cas) {
+      // cas <key> <flags> <exptime> <bytes> <unique> -> set <key> <flags> <exptime> <bytes>
+      fu.append("set");
+      size_t tokens = 0;
+      forEachMetaFlag(args, 0, [&](std::string_view tok) {
+        if (tokens++ < 4) {
+          fu.append(" ");
+          fu.append(tok);
+        }
+        return tokens < 4;
+      });
+    } else {
+      fu.append(req_->command == Command::MetaArithmetic ? "md" : protocol::commandName(req_->command));
+      size_t tokens = 0;
+      const size_t fixed = req_->command == Command::MetaSet ? 2 : 1;
+      const bool to_delete = req_->command == Command::MetaArithmetic;
+      forEachMetaFlag(args, 0, [&](std::string_view tok) {
+        const bool flag = tokens++ >= fixed;
+        if (!flag || (!to_delete && tok[0] != 'C' && tok[0] != 'q' && tok[0] != 'E') ||
+            (to_delete && (tok[0] == 'b' || tok[0] == 'k' || tok[0] == 'O'))) {
+          fu.append(" ");
+          fu.append(tok);
+        }
+        return true;
+      });
+    }
+    fu.append("\r\n");
+  }
+  net::Buffer& in = src_->input();
+  in.drain(req_->line_length);
+  const uint64_t data_length = req_->has_data ? req_->value_length + 2 : 0;
+  const std::string_view data = data_length > 0 ? in.contiguous(data_length) : std::string_view();
+  if (r->replica_cas && req_->command != Command::MetaArithmetic) {
+    r->replica_followup.append(data);
+  }
+  auto& counters = worker_.counters();
+  uint32_t sent = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    BackendServer* server = pool_->by_index[set[i]];
+    r->replica_servers[i] = set[i];
+    r->replica_units[i].clear();
+    r->replica_outcome[i] = ReplicaOutcome::Pending;
+    if (i > 0 && r->replica_cas) {
+      r->replica_outcome[i] = ReplicaOutcome::Skipped;  // until the primary stored it
+      continue;
+    }
+    if (i > 0) {
+      stats::bump(server->stats().*kBackendCounterOf[effectIndex(req_->command)]);
+    }
+    BackendConnection* conn = server->connectionFor(src_->id());
+    if (conn == nullptr) {
+      server->countFailure(server->lastFailure());
+      replicaFailed(*r, i, server->lastFailure(), *server);
+      continue;
+    }
+    net::Buffer& out = conn->output();
+    out.append(head_);
+    out.append(data);
+    uint64_t bytes = head_.size() + data.size();
+    if (quiet) {
+      out.append("mn\r\n");
+      bytes += 4;
+    }
+    if (i > 0) {
+      stats::bump(counters.replica_writes);
+    }
+    ++sent;
+    ++r->fragments_left;
+    conn->expect(r, i, Delivery::ReplicaWrite, quiet ? Expect::UntilNoop : Expect::OneUnit, bytes);
+  }
+  in.drain(data_length);
+  if (r->fragments_left == 0) {
+    // Not one replica could be reached.
+    composeReplicaReply(*r, counters);
+    r->complete = true;
+    src_->onRequestComplete(r);
+  }
+  (void)sent;
+}
+
 // A keyed request that is safe to send twice if its backend connection closes under it
 // (BackendConnection::replayable): touch (it sets the same TTL again) and an mg without N (creates
 // the item on a miss, and only the first asker wins it) or R (wins a recache); its T sets the same
@@ -385,9 +606,11 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
   const bool spreadable = pool_->spread && !pool_->spread->entries.empty() &&
                           (req_->command == Command::Get || req_->command == Command::Gat);
   spread_reads_.clear();
+  // Replication: each key to its first readable replica, always split per key (failover.h).
+  const bool replicated = pool_->config().routing.replicas > 1;
   for (size_t i = 0; i < n; ++i) {
     std::string_view key = req_->keys[i].in(line);
-    routes_[i] = pool_->route(key);
+    routes_[i] = replicated ? readReplica(*pool_, worker_, key, src_->id()) : pool_->route(key);
     if (spreadable) {
       if (const std::shared_ptr<SpreadEntry>* e = pool_->spreadEntry(key)) {
         uint32_t copy = readCopy(*e);
@@ -406,7 +629,8 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
              nullptr;
     }
   }
-  if (!single || warm || coalescing() || splitsLines(line.size()) || !spread_reads_.empty()) {
+  if (!single || warm || coalescing() || splitsLines(line.size()) || !spread_reads_.empty() ||
+      replicated) {
     // A moved key's miss takes a second hop: that needs the per-key bookkeeping of a split get,
     // and so does a get whose keys share a line with other requests' (coalesce_gets), and a long
     // gat/gats that goes to its server as several lines; and a key read at a spread copy, whose
@@ -445,6 +669,12 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
   r->key_hit_length.assign(n, 0);
   r->spread_reads.swap(spread_reads_);
   spread_reads_.clear();
+  if (pool_->config().routing.replicas > 1 && !warm) {
+    r->replica_read = true;  // fragments that fail go on to each key's next replica
+    r->rewrites = true;
+    r->replica_session = src_->id();
+    r->replica_topology = pool_->topology.get();
+  }
   size_t servers = pool_->by_index.size();
   fragment_of_.assign(servers, -1);
   fragment_bytes_.clear();
@@ -492,6 +722,12 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
     if (conn == nullptr) {
       frag.done = true;
       server->countFailure(server->lastFailure());
+      if (r->replica_read) {
+        frag.failed = true;  // its keys go on to their next replicas (failover.h)
+        frag.failure = server->lastFailure();
+        ++failed_now;
+        continue;
+      }
       if (!r->failed) {
         r->failed = true;
         r->error_line.assign(backendFailureReply(server->lastFailure()));
@@ -518,9 +754,14 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
     conn->expect(r, f, Delivery::Fragment, Expect::Retrieval, out.size() - before);
   }
   if (failed_now > 0) {
-    stats::bump(counters.server_errors);
+    if (!r->replica_read) {
+      stats::bump(counters.server_errors);
+    }
     r->fragments_left -= failed_now;
     if (r->fragments_left == 0) {
+      if (continueReadFailover(*r, worker_)) {
+        return;  // the next replicas answer it
+      }
       assembleMultiget(*r, counters);
       r->complete = true;
       src_->onRequestComplete(r);

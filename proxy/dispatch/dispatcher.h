@@ -70,10 +70,15 @@ class Dispatcher {
                            const std::shared_ptr<SpreadEntry>& entry, std::string_view line);
   void invalidatePrevious(PendingRequest* r, BackendServer& prev, std::string_view line);
   bool replayable(std::string_view line) const;
+  // Replication (replicas > 1; backend/replica_write.h, failover.h).
+  static bool replicatedWrite(protocol::Command c);
+  void dispatchReplicatedWrite(PendingRequest* r, std::string_view line, std::string_view key,
+                               uint32_t primary);
   void dispatchFlushAll(std::string_view line);
   void refuse(PendingRequest* r);  // flush_all not allowed
   void answerLocal(std::string_view line);
   void invalidateKey(std::string_view line);
+  void invalidateAt(BackendServer& server, std::string_view line);
   void countForBackend(BackendServer& server, std::string_view key);
   void failUnavailable(PendingRequest* r, BackendServer& server, uint64_t bytes);
   uint64_t consumedLength() const {
@@ -91,6 +96,7 @@ class Dispatcher {
   std::vector<int32_t> fragment_of_;  // scratch: fragment of each server, -1 if none
   std::vector<size_t> fragment_bytes_;  // scratch: line bytes of each fragment so far
   std::vector<SpreadRead> spread_reads_;  // scratch: the get's keys served by a spread copy
+  std::string head_;  // scratch: a replicated write's line as sent
   uint64_t rng_ = 0x9e3779b97f4a7c15ULL;  // xorshift: which copy a spread key's read goes to
 };
 

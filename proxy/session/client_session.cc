@@ -340,7 +340,7 @@ bool ClientSession::streamable(const PendingRequest& r) const {
       return !r.warm && !r.rewrites;
     case Shape::Multiget:
       // A lone fragment's units are the reply in key order (multigetValueSink).
-      return r.fragment_count == 1 && !r.warm;
+      return r.fragment_count == 1 && !r.warm && !r.rewrites;
     case Shape::Broadcast:
     case Shape::Stats:
       return false;

@@ -34,6 +34,9 @@ namespace mcring::stats {
   X(err_timeout, Counter, "requests failed: timeout")                                     \
   X(err_protocol_error, Counter, "requests failed: unparseable reply")                    \
   X(err_unavailable, Counter, "requests failed at once during reconnect backoff")         \
+  X(replica_write_failures, Counter, "replica writes this backend could not take (unavailable, failed, timed out, SERVER_ERROR; replicas > 1)") \
+  X(failover_reads, Counter, "read keys this backend failed to serve (error, timeout, closed, unavailable, or a miss with read_failover_on_miss / in its return window) sent on to the key's next replica") \
+  X(return_flushes, Counter, "flush_all sent to this backend when it came back after missing writes (return_flush)") \
   X(timeouts, Counter, "connections reset because of a timeout")                          \
   X(bytes_sent, Counter, "request bytes sent")                                             \
   X(bytes_received, Counter, "reply bytes received")                                       \

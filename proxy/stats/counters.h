@@ -57,6 +57,8 @@ namespace mcring::stats {
   X(warmup_invalidations, Counter, "warm-up: deletes sent to the previous server of a moved key being written or deleted") \
   X(spread_reads, Counter, "hot-key spread: plain reads of a spread key served by a copy other than its own server") \
   X(spread_write_copies, Counter, "hot-key spread: writes sent to a spread key's copies (beyond its own server)") \
+  X(replica_writes, Counter, "replication: writes sent to a key's replicas beyond its primary (replicas > 1)") \
+  X(failover_reads, Counter, "replication: read keys sent on to a key's next replica") \
   X(spread_copy_mismatches, Counter, "hot-key spread: copies that answered a write differently from the primary, failed, or missed a read (no longer read until filled again)") \
   X(spread_invalidations, Counter, "hot-key spread: writes of a spread key sent to its own server only (cas, meta writes), which unfill every copy") \
   X(spread_fills, Counter, "hot-key spread: copies filled from the primary") \

@@ -1,0 +1,39 @@
+// Replication (docs/design.md, "Replication"), as a backend reply sees a write sent to every
+// replica of its key: each replica's reply recorded and counted, a cas's copies to the others
+// once the primary stored it, and the client's reply composed by the pool's
+// replica_write_reply. Worker-thread only.
+#pragma once
+
+#include <string_view>
+
+#include "proxy/backend/backend_failure.h"
+#include "proxy/backend/pending_request.h"
+#include "proxy/protocol/reply.h"
+#include "proxy/stats/counters.h"
+
+namespace mcring::core {
+
+class BackendServer;
+
+// How a write's reply counts: success, refusal or error (failures are recorded apart).
+ReplicaOutcome classifyReplicaReply(const protocol::Reply& rep);
+
+// Replica `i` of `r` sent a reply unit `unit` (with its data block, if any). A quiet request
+// may send none before the mn: replicaAnswered then records a success.
+void recordReplicaReply(PendingRequest& r, uint32_t i, const protocol::Reply& rep,
+                        std::string_view unit);
+// Replica i's answer is whole: counts an error against `server`; a cas the primary stored now
+// goes to the other replicas (as a plain write, replica_followup).
+void replicaAnswered(PendingRequest& r, uint32_t i, BackendServer& server);
+// Replica i could not be written (no reply: why).
+void replicaFailed(PendingRequest& r, uint32_t i, BackendFailure why, BackendServer& server);
+
+// Replicas sent and not answered yet.
+uint32_t pendingReplicas(const PendingRequest& r);
+// The client's reply is known: replica_write_reply: primary, a replica answered (not an error)
+// and every replica before it in preference order failed; all (or primary), none is pending.
+bool replicaWriteDecided(const PendingRequest& r);
+// Writes the client's reply into r.reply (see replica_write_reply in docs/configuration.md).
+void composeReplicaReply(PendingRequest& r, stats::WorkerCounters& c);
+
+}  // namespace mcring::core

@@ -1,0 +1,251 @@
+// Read failover: next replicas for the keys a server could not serve.
+#include "proxy/dispatch/failover.h"
+
+#include <array>
+#include <span>
+
+#include "proxy/backend/backend_connection.h"
+#include "proxy/backend/backend_server.h"
+
+namespace mcring::core {
+
+namespace {
+
+using ReplicaSet = std::array<uint32_t, kReplicaSlots>;
+static_assert(kReplicaSlots == routing::kMaxReplicas);
+
+uint32_t replicaSetOf(const PoolRuntime& pool, std::string_view key, ReplicaSet& set) {
+  return pool.topology->router->replicaSet(key,
+                                           std::span<uint32_t, routing::kMaxReplicas>(set));
+}
+
+void countFailover(BackendServer& from, WorkerContext& worker, uint64_t n = 1) {
+  stats::bump(from.stats().failover_reads, n);
+  stats::bump(worker.counters().failover_reads, n);
+}
+
+// The next readable replica of `key` after the one at by_index[from_index]; UINT32_MAX if none
+// (or if that server is not in the key's set any more: a reload in between).
+uint32_t nextReplica(PoolRuntime& pool, std::string_view key, uint32_t from_index,
+                     uint64_t session_id) {
+  ReplicaSet set;
+  const uint32_t n = replicaSetOf(pool, key, set);
+  uint32_t j = 0;
+  while (j < n && set[j] != from_index) {
+    ++j;
+  }
+  for (uint32_t k = j + 1; k < n; ++k) {
+    if (pool.by_index[set[k]]->readable(session_id)) {
+      return set[k];
+    }
+  }
+  return UINT32_MAX;
+}
+
+uint32_t indexOf(const PoolRuntime& pool, const BackendServer* server) {
+  for (uint32_t i = 0; i < pool.by_index.size(); ++i) {
+    if (pool.by_index[i] == server) {
+      return i;
+    }
+  }
+  return UINT32_MAX;
+}
+
+// A Direct mg: to the next replica after read_failed_at, its bytes as first sent.
+bool continueDirect(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker) {
+  while (r.read_failed_at != nullptr) {
+    BackendServer* failed = r.read_failed_at;
+    const uint32_t from = indexOf(pool, failed);
+    if (from == UINT32_MAX) {
+      if (!r.read_missed) {
+        stats::bump(worker.counters().server_errors);
+      }
+      return false;
+    }
+    const uint32_t next = nextReplica(pool, r.failover_key, from, r.replica_session);
+    if (next == UINT32_MAX) {
+      if (!r.read_missed) {
+        stats::bump(worker.counters().server_errors);
+      }
+      return false;  // the reply holds the last replica's miss, error or failure
+    }
+    countFailover(*failed, worker);
+    BackendServer* server = pool.by_index[next];
+    BackendConnection* conn = server->connectionFor(r.replica_session);
+    r.reply.drain(r.reply.size());
+    if (conn == nullptr) {
+      server->countFailure(server->lastFailure());
+      r.read_failed_at = server;
+      r.read_failure = server->lastFailure();
+      r.read_missed = false;
+      r.reply.append(backendFailureReply(r.read_failure));
+      continue;
+    }
+    r.read_failed_at = nullptr;
+    r.read_missed = false;
+    stats::bump(server->stats().get_keys);
+    conn->output().append(r.failover_line);
+    r.fragments_left = 1;
+    conn->expect(&r, 0, Delivery::Direct, r.failover_expect, r.failover_line.size());
+    return true;
+  }
+  return false;
+}
+
+// The fragment a moved key joins: one of this round's for `server`, with room on its line.
+uint32_t fragmentFor(PendingRequest& r, uint32_t first_new, uint32_t server, size_t add,
+                     std::array<size_t, 64>& bytes) {
+  static constexpr size_t kMaxLine = 2000;  // see Dispatcher::kMaxBackendLine
+  for (uint32_t f = first_new; f < r.fragment_count; ++f) {
+    const uint32_t slot = f - first_new;
+    if (r.fragments[f].server == server && slot < bytes.size() && bytes[slot] + add <= kMaxLine) {
+      bytes[slot] += add;
+      return f;
+    }
+  }
+  const uint32_t f = r.fragment_count++;
+  if (r.fragments.size() <= f) {
+    r.fragments.emplace_back();
+  }
+  Fragment& fr = r.fragments[f];
+  fr.server = server;
+  fr.key_indices.clear();
+  fr.next_match = 0;
+  fr.hits = 0;
+  fr.values.drain(fr.values.size());
+  fr.done = false;
+  fr.warm_from = nullptr;
+  fr.failed = false;
+  if (f - first_new < bytes.size()) {
+    bytes[f - first_new] = add;
+  }
+  return f;
+}
+
+// A multi-get: each key not hit whose fragment failed (or missed where that fails over) goes
+// to its next readable replica; fragments that cannot even be sent fail at once, and their keys
+// move again, until something was sent or no key can move.
+bool continueMultiget(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker) {
+  const std::string_view name = protocol::commandName(r.command);
+  const std::string_view exptime = r.exptime.in(r.line);
+  for (;;) {
+    const uint32_t first_new = r.fragment_count;
+    std::array<size_t, 64> bytes{};
+    uint32_t moved = 0;
+    for (uint32_t i = 0; i < r.key_count; ++i) {
+      if (r.key_hit_length[i] != 0) {
+        continue;
+      }
+      const uint32_t f = r.key_fragment[i];
+      if (f >= first_new) {
+        continue;
+      }
+      Fragment& fr = r.fragments[f];
+      BackendServer* from = pool.by_index[fr.server];
+      if (!fr.failed && !from->missFailsOver()) {
+        continue;  // a miss, and misses do not fail over here
+      }
+      const std::string_view key = multigetKey(r, i);
+      const uint32_t next = nextReplica(pool, key, fr.server, r.replica_session);
+      if (next == UINT32_MAX) {
+        continue;
+      }
+      countFailover(*from, worker);
+      const uint32_t nf = fragmentFor(r, first_new, next, key.size() + 1, bytes);
+      r.fragments[nf].key_indices.push_back(i);
+      r.key_fragment[i] = nf;
+      stats::bump(pool.by_index[next]->stats().get_keys);
+      ++moved;
+    }
+    if (moved == 0) {
+      return false;
+    }
+    uint32_t sent = 0;
+    for (uint32_t f = first_new; f < r.fragment_count; ++f) {
+      Fragment& fr = r.fragments[f];
+      BackendServer* server = pool.by_index[fr.server];
+      BackendConnection* conn = server->connectionFor(r.replica_session);
+      if (conn == nullptr) {
+        server->countFailure(server->lastFailure());
+        fr.failed = true;
+        fr.failure = server->lastFailure();
+        fr.done = true;
+        continue;
+      }
+      net::Buffer& out = conn->output();
+      const size_t before = out.size();
+      out.append(name);
+      if (!exptime.empty()) {
+        out.append(" ");
+        out.append(exptime);
+      }
+      for (uint32_t idx : fr.key_indices) {
+        out.append(" ");
+        out.append(multigetKey(r, idx));
+      }
+      out.append("\r\n");
+      conn->expect(&r, f, Delivery::Fragment, Expect::Retrieval, out.size() - before);
+      ++sent;
+    }
+    if (sent > 0) {
+      r.fragments_left += sent;
+      return true;
+    }
+  }
+}
+
+// No replica is left for the keys of failed fragments that were not hit: the multi-get fails
+// as it does without replication.
+void settleMultiget(PendingRequest& r, WorkerContext& worker) {
+  for (uint32_t i = 0; i < r.key_count && !r.failed; ++i) {
+    const Fragment& fr = r.fragments[r.key_fragment[i]];
+    if (r.key_hit_length[i] == 0 && fr.failed) {
+      r.failed = true;
+      if (r.error_line.empty()) {
+        r.error_line.assign(backendFailureReply(fr.failure));
+      }
+      stats::bump(worker.counters().server_errors);
+    }
+  }
+}
+
+}  // namespace
+
+uint32_t readReplica(PoolRuntime& pool, WorkerContext& worker, std::string_view key,
+                     uint64_t session_id) {
+  ReplicaSet set;
+  const uint32_t n = replicaSetOf(pool, key, set);
+  for (uint32_t j = 0; j < n; ++j) {
+    if (pool.by_index[set[j]]->readable(session_id)) {
+      for (uint32_t k = 0; k < j; ++k) {
+        countFailover(*pool.by_index[set[k]], worker);
+      }
+      return set[j];
+    }
+  }
+  return set[0];
+}
+
+bool continueReadFailover(PendingRequest& r, WorkerContext& worker) {
+  if (!r.replica_read) {
+    return false;
+  }
+  const bool usable = r.session != nullptr && !r.refused &&
+                      r.session->pool().topology.get() == r.replica_topology;
+  if (r.shape == Shape::Direct) {
+    if (!usable) {
+      if (r.read_failed_at != nullptr && !r.read_missed) {
+        stats::bump(worker.counters().server_errors);
+      }
+      return false;
+    }
+    return continueDirect(r, r.session->pool(), worker);
+  }
+  if (usable && continueMultiget(r, r.session->pool(), worker)) {
+    return true;
+  }
+  settleMultiget(r, worker);
+  return false;
+}
+
+}  // namespace mcring::core
