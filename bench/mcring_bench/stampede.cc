@@ -157,7 +157,8 @@ class Experiment {
                      std::string* error);
   bool startProxy(bool nutcracker, const std::string& conf, uint16_t port, uint16_t stats_port,
                   const std::string& log, pid_t* pid, std::string* error);
-  bool owners(const std::vector<Backend>& servers, std::vector<Holders>* holders,
+  // copies: how many backends should hold each key (min(replicas, servers)).
+  bool owners(const std::vector<Backend>& servers, size_t copies, std::vector<Holders>* holders,
               std::string* error);
   std::optional<double> routeMoved(const std::string& before, const std::string& after,
                                    const std::string& tag, bool as_sets, std::string* error);
@@ -281,8 +282,8 @@ bool Experiment::startProxy(bool nutcracker, const std::string& conf, uint16_t p
   return true;
 }
 
-bool Experiment::owners(const std::vector<Backend>& servers, std::vector<Holders>* holders,
-                        std::string* error) {
+bool Experiment::owners(const std::vector<Backend>& servers, size_t copies,
+                        std::vector<Holders>* holders, std::string* error) {
   holders->assign(o_.keys, Holders());
   std::vector<std::vector<uint64_t>> held(servers.size());
   for (size_t i = 0; i < servers.size(); ++i) {
@@ -293,17 +294,18 @@ bool Experiment::owners(const std::vector<Backend>& servers, std::vector<Holders
     }
   }
   // The dump can skip a key the LRU maintainer moved mid-crawl: ask every server for the keys
-  // no dump listed, so that "on no server" means the proxy lost it, not that the crawler missed
-  // it. A key listed twice by one server's dump is one copy.
-  std::vector<bool> listed(o_.keys, false);
-  for (const auto& h : held) {
-    for (uint64_t k : h) {
-      listed[k] = true;
+  // fewer dumps listed than it should have copies, so that "on fewer servers" means the proxy
+  // lost a copy, not that the crawler missed it. A key listed twice by one server's dump is one
+  // copy.
+  std::vector<Holders> listed(o_.keys);
+  for (size_t i = 0; i < servers.size(); ++i) {
+    for (uint64_t k : held[i]) {
+      listed[k].set(i);
     }
   }
   std::vector<uint64_t> unlisted;
   for (uint64_t k = 0; k < o_.keys; ++k) {
-    if (!listed[k]) {
+    if (listed[k].count() < copies) {
       unlisted.push_back(k);
     }
   }
@@ -551,13 +553,13 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
   if (cpu_before_warm >= 0 && cpu_after_warm >= 0) {
     r.proxy_cpu_warm_s = cpu_after_warm - cpu_before_warm;
   }
-  std::vector<Holders> holders_before;
-  if (!owners(before_servers, &holders_before, &error)) {
-    return failed(error);
-  }
   // Each key should be on min(replicas, servers) backends: fewer is a key the proxy lost (or
   // memcached evicted), more a copy it should not have written.
   const size_t copies = std::min<size_t>(r.replicas, before_servers.size());
+  std::vector<Holders> holders_before;
+  if (!owners(before_servers, copies, &holders_before, &error)) {
+    return failed(error);
+  }
   uint64_t anomalies = 0;
   for (const Holders& h : holders_before) {
     anomalies += h.count() != copies ? 1 : 0;
@@ -700,7 +702,8 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
     if (!setAllKeys(port, keys_, o_.keys, o_.value_size, &rewarm, &error)) {
       return failed("placing the keys under the new config: " + error);
     }
-    if (!owners(after_servers, &holders_after, &error)) {
+    if (!owners(after_servers, std::min<size_t>(r.replicas, after_servers.size()), &holders_after,
+                &error)) {
       return failed(error);
     }
   }
