@@ -33,10 +33,13 @@ def wait_until(pred, timeout=15.0, step=0.05, what="condition"):
 
 class ReplicationCase(IntegrationCase):
 
+    THREADS = None  # worker threads (None: mcring's default)
+
     def start(self, replicas=2, n=3, timeout_ms=1000, extra=None):
         extra = dict(extra or {})
         extra.setdefault("replicas", replicas)
-        self.cl = self.cluster(n_backends=n, timeout_ms=timeout_ms, extra=extra)
+        args = ("--threads", str(self.THREADS)) if self.THREADS else ()
+        self.cl = self.cluster(n_backends=n, timeout_ms=timeout_ms, extra=extra, args=args)
         self.port = self.cl.port
         return self.cl
 
@@ -561,8 +564,9 @@ class TestChaos(ReplicationCase):
         def check_all():
             for i in range(0, len(keys), 100):
                 chunk = keys[i:i + 100]
-                got = {k: v for k, v, _f, _c in
-                       parse_values(c.request(b"get " + b" ".join(chunk) + b"\r\n", timeout=30))}
+                with Conn(HOST, self.port, timeout=30) as rc:  # new clients: several workers
+                    got = {k: v for k, v, _f, _c in
+                           parse_values(rc.request(b"get " + b" ".join(chunk) + b"\r\n"))}
                 for k in chunk:
                     self.assertEqual(got.get(k), model[k], "key %r" % k)
             return True
@@ -586,6 +590,12 @@ class TestChaos(ReplicationCase):
                              b"VA %d\r\n%s\r\n" % (len(model[k]), model[k]), k)
         with open(self.cl.proxy.log_path, "rb") as f:
             self.assertIn(b"flushed (flush_all) before serving reads", f.read())
+
+
+class TestChaosWorkers(TestChaos):
+    """The chaos cases with 3 worker threads: every worker's servers share one freshness state
+    (one flush per return, elected by compare-and-swap), and clients land on several workers."""
+    THREADS = 3
 
 
 if __name__ == "__main__":
