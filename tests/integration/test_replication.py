@@ -339,6 +339,122 @@ class TestReadFailover(ReplicationCase):
             self.assertIn(word, (res.stdout + res.stderr).decode(), extra)
 
 
+class _DroppingForwarder:
+    """A loopback TCP forwarder to a real memcached whose first `drops` connections are closed
+    as soon as they carry a request: memcached closing a connection under a write."""
+
+    def __init__(self, target_port, drops=1):
+        import socket
+        self.target = target_port
+        self.drops = drops
+        self.lsock = socket.socket()
+        self.lsock.bind((HOST, 0))
+        self.lsock.listen(16)
+        self.port = self.lsock.getsockname()[1]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        import socket
+        self.lsock.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                c, _ = self.lsock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if self.drops > 0:
+                self.drops -= 1
+                threading.Thread(target=self._drop, args=(c,), daemon=True).start()
+            else:
+                threading.Thread(target=self._pipe, args=(c,), daemon=True).start()
+
+    @staticmethod
+    def _drop(c):
+        try:
+            c.settimeout(10)
+            c.recv(65536)
+        except OSError:
+            pass
+        c.close()
+
+    def _pipe(self, c):
+        import selectors
+        import socket
+        try:
+            u = socket.create_connection((HOST, self.target), timeout=5)
+        except OSError:
+            c.close()
+            return
+        sel = selectors.DefaultSelector()
+        sel.register(c, selectors.EVENT_READ, u)
+        sel.register(u, selectors.EVENT_READ, c)
+        try:
+            while not self.stop.is_set():
+                for key, _ in sel.select(0.2):
+                    d = key.fileobj.recv(65536)
+                    if not d:
+                        return
+                    key.data.sendall(d)
+        except OSError:
+            pass
+        finally:
+            c.close()
+            u.close()
+
+    def close(self):
+        self.stop.set()
+        self.lsock.close()
+        self.thread.join(5)
+
+
+class TestClosedUnderWrite(IntegrationCase):
+
+    def test_closed_connection_gets_an_md_not_a_flush(self):
+        """memcached closing a connection under a replicated write (it may or may not have
+        applied it): the key is deleted there on a fresh connection; the server is not flushed."""
+        from harness import Mcring, Memcached, server_line
+        a, b2 = Memcached(), Memcached()
+        self.addCleanup(a.stop)
+        self.addCleanup(b2.stop)
+        fwd = _DroppingForwarder(b2.port, drops=0)
+        self.addCleanup(fwd.close)
+        tmp = make_tmpdir()
+        self.addCleanup(remove_tmpdir, tmp)
+        mc = Mcring([server_line(a.addr), server_line("%s:%d" % (HOST, fwd.port))], tmp,
+                    extra={"replicas": 2})
+        self.addCleanup(mc.stop)
+        self.dump_log_on_failure(mc)
+        c = self.conn(mc.port)
+        # Both servers hold every key (replicas: 2 of 2). A value b2 keeps from before...
+        self.assertEqual(c.request(set_cmd(b"kc", b"old")), b"STORED\r\n")
+        self.assertEqual(b2.get(b"kc"), b"old")
+        # b2 restarts (mcring's idle connection to it closes) and gets the old value and
+        # another key back directly; mcring's next connection is closed under its write.
+        b2.restart()
+        with b2.conn() as d:
+            self.assertEqual(d.request(set_cmd(b"kc", b"old")), b"STORED\r\n")
+            self.assertEqual(d.request(set_cmd(b"other", b"kept")), b"STORED\r\n")
+        key = "alpha:%s:%d:connections" % (HOST, fwd.port)
+
+        def closed():
+            with Conn(HOST, mc.port) as d:
+                return parse_stats(d.request(b"stats backends\r\n"))[key] == "0"
+        wait_until(closed, timeout=10, what="mcring seeing its idle connection closed")
+        fwd.drops = 1
+        reply = c.request(set_cmd(b"kc", b"new"))
+        self.assertEqual(reply, b"STORED\r\n")  # a's answer (primary policy)
+        wait_until(lambda: b2.get(b"kc") != b"old", timeout=10, what="the md at b2")
+        self.assertIsNone(b2.get(b"kc"))
+        self.assertEqual(b2.get(b"other"), b"kept")  # deleted, not flushed
+        with Conn(HOST, mc.port) as d:
+            st = parse_stats(d.request(b"stats backends\r\n"))
+        self.assertEqual(st["alpha:%s:%d:return_flushes" % (HOST, fwd.port)], "0")
+        self.assertGreaterEqual(int(st["alpha:%s:%d:replica_write_failures" % (HOST, fwd.port)]), 1)
+
+
 class TestEjectionReturn(ReplicationCase):
 
     def test_ejected_server_returns_flushed(self):
