@@ -313,6 +313,25 @@ class TestReadFailover(ReplicationCase):
         got, mg = self._miss_at_primary(False)
         self.assertEqual((got, mg), (b"END\r\n", b"EN\r\n"))
 
+    def test_multiget_miss_failover_per_key(self):
+        self.start(extra={"read_failover_on_miss": "true"})
+        keys = spread_keys("mm", 30)
+        sets = self.replica_sets(keys)
+        where = {}
+        for j, k in enumerate(keys):
+            kind = j % 3  # 0: on the primary only, 1: on the second only, 2: nowhere
+            where[k] = kind
+            if kind < 2:
+                with self.cl.backends[sets[k][kind]].conn() as d:
+                    self.assertEqual(d.request(set_cmd(k, b"at%d" % kind)), b"STORED\r\n")
+        c = self.conn(self.port)
+        expected = b"".join(b"VALUE %s 0 3\r\nat%d\r\n" % (k, where[k])
+                            for k in keys if where[k] < 2) + b"END\r\n"
+        self.assertEqual(c.request(b"get " + b" ".join(keys) + b"\r\n"), expected)
+        st = self.backend_stats()
+        total = sum(self.bstat(st, i, "failover_reads") for i in range(3))
+        self.assertEqual(total, sum(1 for k in keys if where[k] > 0))  # one hop per primary miss
+
     def test_replicas_one_writes_one_server(self):
         self.start(replicas=1)
         keys = spread_keys("o", 20)
