@@ -57,7 +57,7 @@ class BackendServer {
   void startReturnFlush(BackendConnection& conn);
   // The flush sent when missed was `mark` answered (ok: OK).
   void endReturnFlush(uint64_t mark, bool ok, std::string_view reply);
-  ServerFreshness& freshness() { return *fresh_; }
+  ServerFreshness& freshness() const { return *fresh_; }
   void abortAll(BackendFailure why);
 
   const std::string& identity() const { return identity_; }

@@ -152,6 +152,19 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
   countForBackend(*server, key);
   BackendConnection* conn = server->connectionFor(src_->id());
   if (conn == nullptr) {
+    if (replicated_read) {
+      // Its connect could not even start: the next replica (failover.h).
+      prepareReplicaRead(r, line, key, quiet_meta);
+      src_->input().drain(consumedLength());
+      server->countFailure(server->lastFailure());
+      r->read_failed_at = server;
+      r->read_failure = server->lastFailure();
+      r->reply.append(backendFailureReply(r->read_failure));
+      if (!continueReadFailover(*r, worker_)) {
+        src_->completeWith(r, std::string_view());
+      }
+      return;
+    }
     failUnavailable(r, *server, consumedLength());
     return;
   }
@@ -196,17 +209,7 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
     return;
   }
   if (replicated_read && !r->warm) {
-    // What the next replica gets if this one cannot serve it (never streamed meanwhile).
-    r->replica_read = true;
-    r->rewrites = true;
-    r->replica_session = src_->id();
-    r->replica_topology = pool_->topology.get();
-    r->failover_key.assign(key);
-    r->failover_line.assign(line.substr(0, req_->line_length));
-    if (quiet_meta) {
-      r->failover_line.append("mn\r\n");
-    }
-    r->failover_expect = quiet_meta ? Expect::UntilNoop : Expect::OneUnit;
+    prepareReplicaRead(r, line, key, quiet_meta);
   }
   net::Buffer& out = conn->output();
   uint64_t sent = consumedLength();
@@ -350,6 +353,22 @@ void Dispatcher::dispatchSpreadWrite(PendingRequest* r, BackendConnection& prima
   primary.expect(r, 0, Delivery::Direct, Expect::OneUnit, head.size() + data_length);
 }
 
+// A replicated mg keeps what the next replica gets if this one cannot serve it (and is never
+// streamed meanwhile: failover.h).
+void Dispatcher::prepareReplicaRead(PendingRequest* r, std::string_view line,
+                                    std::string_view key, bool quiet) {
+  r->replica_read = true;
+  r->rewrites = true;
+  r->replica_session = src_->id();
+  r->replica_topology = pool_->topology.get();
+  r->failover_key.assign(key);
+  r->failover_line.assign(line.substr(0, req_->line_length));
+  if (quiet) {
+    r->failover_line.append("mn\r\n");
+  }
+  r->failover_expect = quiet ? Expect::UntilNoop : Expect::OneUnit;
+}
+
 // The writes that go to every replica of their key (replicas > 1). mg and me are reads (an mg
 // with N, T or E changes the item at the replica it reads: docs/design.md, "Replication").
 bool Dispatcher::replicatedWrite(Command c) {
@@ -431,6 +450,8 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
   r->replica_cas = cas && n > 1;
   r->replica_session = src_->id();
   r->replica_topology = pool_->topology.get();
+  r->replica_key.assign(req_->keys[0].in(line));
+  r->replica_key_b64 = req_->key_base64;
   r->fragments_left = 0;
   countForBackend(*pool_->by_index[set[0]], key);
   if (pool_->warmup) {

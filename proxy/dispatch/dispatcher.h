@@ -72,6 +72,8 @@ class Dispatcher {
   bool replayable(std::string_view line) const;
   // Replication (replicas > 1; backend/replica_write.h, failover.h).
   static bool replicatedWrite(protocol::Command c);
+  void prepareReplicaRead(PendingRequest* r, std::string_view line, std::string_view key,
+                          bool quiet);
   void dispatchReplicatedWrite(PendingRequest* r, std::string_view line, std::string_view key,
                                uint32_t primary);
   void dispatchFlushAll(std::string_view line);

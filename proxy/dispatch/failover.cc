@@ -223,6 +223,14 @@ uint32_t readReplica(PoolRuntime& pool, WorkerContext& worker, std::string_view 
       return set[j];
     }
   }
+  // None readable: the first that is not stale (return_flush), so that a read fails (backoff)
+  // rather than reaching a server that may hold overwritten values; else the primary.
+  for (uint32_t j = 0; j < n; ++j) {
+    const BackendServer& s = *pool.by_index[set[j]];
+    if (!pool.config().return_flush || !s.freshness().stale()) {
+      return set[j];
+    }
+  }
   return set[0];
 }
 

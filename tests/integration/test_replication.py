@@ -33,10 +33,13 @@ def wait_until(pred, timeout=15.0, step=0.05, what="condition"):
 
 class ReplicationCase(IntegrationCase):
 
+    THREADS = None  # worker threads (None: mcring's default)
+
     def start(self, replicas=2, n=3, timeout_ms=1000, extra=None):
         extra = dict(extra or {})
         extra.setdefault("replicas", replicas)
-        self.cl = self.cluster(n_backends=n, timeout_ms=timeout_ms, extra=extra)
+        args = ("--threads", str(self.THREADS)) if self.THREADS else ()
+        self.cl = self.cluster(n_backends=n, timeout_ms=timeout_ms, extra=extra, args=args)
         self.port = self.cl.port
         return self.cl
 
@@ -160,17 +163,30 @@ class TestWrites(ReplicationCase):
         c = self.conn(self.port)
         replies = [c.request(set_cmd(k, b"v%d" % i)) for i in range(3)]
         self.assertEqual(self.cl.backends[sets[k][0]].get(k), b"v2")
+        # Classic noreply: silent either way (a failure is silent too, as for one server).
+        c.send(set_cmd(k, b"nr", noreply=True) + b"mn\r\n")
+        self.assertEqual(c.read_reply(), b"MN\r\n")
+        self.assertEqual(self.cl.backends[sets[k][0]].get(k), b"nr")
+        # Meta q: hides the success, never an error.
+        first = c.request(b"ms " + k + b" 2 q\r\nmq\r\nmn\r\n")
+        replies.append([first] + ([c.read_reply()] if first.startswith(b"SERVER_ERROR") else []))
+        self.assertEqual(self.cl.backends[sets[k][0]].get(k), b"mq")
         st = self.backend_stats()
         self.assertGreaterEqual(self.bstat(st, 2, "replica_write_failures"), 3)
         self.assertEqual(self.bstat(st, sets[k][0], "replica_write_failures"), 0)
         return replies
 
     def test_dead_replica_primary_policy(self):
-        self.assertEqual(self._write_with_dead_replica("primary"), [b"STORED\r\n"] * 3)
+        replies = self._write_with_dead_replica("primary")
+        self.assertEqual(replies[:3], [b"STORED\r\n"] * 3)
+        self.assertEqual(replies[3][0], b"MN\r\n")
 
     def test_dead_replica_all_policy(self):
-        for r in self._write_with_dead_replica("all"):
+        replies = self._write_with_dead_replica("all")
+        for r in replies[:3]:
             self.assertTrue(r.startswith(b"SERVER_ERROR backend"), r)
+        self.assertTrue(replies[3][0].startswith(b"SERVER_ERROR backend"), replies[3])
+        self.assertEqual(replies[3][1], b"MN\r\n")
 
     def test_dead_primary_write_takes_the_next_reply(self):
         self.start()
@@ -297,6 +313,25 @@ class TestReadFailover(ReplicationCase):
         got, mg = self._miss_at_primary(False)
         self.assertEqual((got, mg), (b"END\r\n", b"EN\r\n"))
 
+    def test_multiget_miss_failover_per_key(self):
+        self.start(extra={"read_failover_on_miss": "true"})
+        keys = spread_keys("mm", 30)
+        sets = self.replica_sets(keys)
+        where = {}
+        for j, k in enumerate(keys):
+            kind = j % 3  # 0: on the primary only, 1: on the second only, 2: nowhere
+            where[k] = kind
+            if kind < 2:
+                with self.cl.backends[sets[k][kind]].conn() as d:
+                    self.assertEqual(d.request(set_cmd(k, b"at%d" % kind)), b"STORED\r\n")
+        c = self.conn(self.port)
+        expected = b"".join(b"VALUE %s 0 3\r\nat%d\r\n" % (k, where[k])
+                            for k in keys if where[k] < 2) + b"END\r\n"
+        self.assertEqual(c.request(b"get " + b" ".join(keys) + b"\r\n"), expected)
+        st = self.backend_stats()
+        total = sum(self.bstat(st, i, "failover_reads") for i in range(3))
+        self.assertEqual(total, sum(1 for k in keys if where[k] > 0))  # one hop per primary miss
+
     def test_replicas_one_writes_one_server(self):
         self.start(replicas=1)
         keys = spread_keys("o", 20)
@@ -323,6 +358,219 @@ class TestReadFailover(ReplicationCase):
             self.assertIn(word, (res.stdout + res.stderr).decode(), extra)
 
 
+class _DroppingForwarder:
+    """A loopback TCP forwarder to a real memcached whose first `drops` connections are closed
+    as soon as they carry a request: memcached closing a connection under a write."""
+
+    def __init__(self, target_port, drops=1):
+        import socket
+        self.target = target_port
+        self.drops = drops
+        self.lsock = socket.socket()
+        self.lsock.bind((HOST, 0))
+        self.lsock.listen(16)
+        self.port = self.lsock.getsockname()[1]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        import socket
+        self.lsock.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                c, _ = self.lsock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if self.drops > 0:
+                self.drops -= 1
+                threading.Thread(target=self._drop, args=(c,), daemon=True).start()
+            else:
+                threading.Thread(target=self._pipe, args=(c,), daemon=True).start()
+
+    @staticmethod
+    def _drop(c):
+        try:
+            c.settimeout(10)
+            c.recv(65536)
+        except OSError:
+            pass
+        c.close()
+
+    def _pipe(self, c):
+        import selectors
+        import socket
+        try:
+            u = socket.create_connection((HOST, self.target), timeout=5)
+        except OSError:
+            c.close()
+            return
+        sel = selectors.DefaultSelector()
+        sel.register(c, selectors.EVENT_READ, u)
+        sel.register(u, selectors.EVENT_READ, c)
+        try:
+            while not self.stop.is_set():
+                for key, _ in sel.select(0.2):
+                    d = key.fileobj.recv(65536)
+                    if not d:
+                        return
+                    key.data.sendall(d)
+        except OSError:
+            pass
+        finally:
+            c.close()
+            u.close()
+
+    def close(self):
+        self.stop.set()
+        self.lsock.close()
+        self.thread.join(5)
+
+
+class TestClosedUnderWrite(IntegrationCase):
+
+    def test_closed_connection_gets_an_md_not_a_flush(self):
+        """memcached closing a connection under a replicated write (it may or may not have
+        applied it): the key is deleted there on a fresh connection; the server is not flushed."""
+        from harness import Mcring, Memcached, server_line
+        a, b2 = Memcached(), Memcached()
+        self.addCleanup(a.stop)
+        self.addCleanup(b2.stop)
+        fwd = _DroppingForwarder(b2.port, drops=0)
+        self.addCleanup(fwd.close)
+        tmp = make_tmpdir()
+        self.addCleanup(remove_tmpdir, tmp)
+        mc = Mcring([server_line(a.addr), server_line("%s:%d" % (HOST, fwd.port))], tmp,
+                    extra={"replicas": 2})
+        self.addCleanup(mc.stop)
+        self.dump_log_on_failure(mc)
+        c = self.conn(mc.port)
+        # Both servers hold every key (replicas: 2 of 2). A value b2 keeps from before...
+        self.assertEqual(c.request(set_cmd(b"kc", b"old")), b"STORED\r\n")
+        self.assertEqual(b2.get(b"kc"), b"old")
+        # b2 restarts (mcring's idle connection to it closes) and gets the old value and
+        # another key back directly; mcring's next connection is closed under its write.
+        b2.restart()
+        with b2.conn() as d:
+            self.assertEqual(d.request(set_cmd(b"kc", b"old")), b"STORED\r\n")
+            self.assertEqual(d.request(set_cmd(b"other", b"kept")), b"STORED\r\n")
+        key = "alpha:%s:%d:connections" % (HOST, fwd.port)
+
+        def closed():
+            with Conn(HOST, mc.port) as d:
+                return parse_stats(d.request(b"stats backends\r\n"))[key] == "0"
+        wait_until(closed, timeout=10, what="mcring seeing its idle connection closed")
+        fwd.drops = 1
+        reply = c.request(set_cmd(b"kc", b"new"))
+        self.assertEqual(reply, b"STORED\r\n")  # a's answer (primary policy)
+        wait_until(lambda: b2.get(b"kc") != b"old", timeout=10, what="the md at b2")
+        self.assertIsNone(b2.get(b"kc"))
+        self.assertEqual(b2.get(b"other"), b"kept")  # deleted, not flushed
+        with Conn(HOST, mc.port) as d:
+            st = parse_stats(d.request(b"stats backends\r\n"))
+        self.assertEqual(st["alpha:%s:%d:return_flushes" % (HOST, fwd.port)], "0")
+        self.assertGreaterEqual(int(st["alpha:%s:%d:replica_write_failures" % (HOST, fwd.port)]), 1)
+
+
+class TestEjectionReturn(ReplicationCase):
+
+    def test_ejected_server_returns_flushed(self):
+        """replicas: 1 with auto_eject_hosts: keys rerouted while a paused server was out of the
+        ring are overwritten and deleted elsewhere; when it returns (it kept its memory), not
+        one old value is read back."""
+        import json
+        self.start(replicas=1, timeout_ms=1500 if SANITIZED else 400,
+                   extra={"auto_eject_hosts": "true", "server_failure_limit": 2,
+                          "server_retry_timeout": 1000})
+        keys = spread_keys("e", 300)
+        c = self.conn(self.port, timeout=30)
+        for k in keys:
+            self.assertEqual(c.request(set_cmd(k, b"old")), b"STORED\r\n")
+        mine = sorted(self.cl.backends[1].get_many(keys))
+        self.assertGreater(len(mine), 20)
+        self.cl.backends[1].pause()
+        try:
+            def ejected():
+                r = c.request(b"get " + mine[0] + b"\r\n", timeout=30)
+                return r == b"END\r\n"
+            wait_until(ejected, timeout=30, what="the ejection")
+            model = {}
+            for j, k in enumerate(mine[:30]):
+                if j % 2:
+                    self.assertEqual(c.request(b"delete " + k + b"\r\n"), b"NOT_FOUND\r\n")
+                    model[k] = None
+                else:
+                    self.assertEqual(c.request(set_cmd(k, b"new")), b"STORED\r\n")
+                    model[k] = b"new"
+        finally:
+            self.cl.backends[1].resume()
+
+        def returned():
+            body = admin_http(self.cl.proxy.admin_port, path="/events")[1]
+            return [e["kind"] for e in json.loads(body)] == ["eject", "return"]
+        deadline = time.monotonic() + 30
+        seen_return = False
+        while time.monotonic() < deadline and not seen_return:
+            seen_return = returned()
+            got = {k: v for k, v, _f, _c in
+                   parse_values(c.request(b"get " + b" ".join(mine[:30]) + b"\r\n"))}
+            for k in mine[:30]:
+                self.assertNotEqual(got.get(k), b"old", k)
+            time.sleep(0.05)
+        self.assertTrue(seen_return, "the server never returned")
+        # Back in the ring: its keys are its own again, and it was flushed before serving them.
+        for _ in range(3):
+            got = {k: v for k, v, _f, _c in
+                   parse_values(c.request(b"get " + b" ".join(mine) + b"\r\n"))}
+            for k in mine:
+                self.assertNotEqual(got.get(k), b"old", k)
+        st = self.backend_stats()
+        self.assertGreaterEqual(self.bstat(st, 1, "return_flushes"), 1)
+
+
+import test_binary_protocol as _binary  # noqa: E402  (a module name: not collected twice)
+
+
+class TestBinaryReplicated(_binary.BinaryProtocolTest):
+    """Every binary-protocol test (translated to meta commands) with replicas: 2: the same
+    answers, cas and delete-with-cas included."""
+
+    def setUp(self):
+        IntegrationCase.setUp(self)
+        self.cl = self.cluster(n_backends=3, extra={"allow_flush_all": "true", "replicas": 2})
+        self.port = self.cl.port
+
+
+import test_commands as _commands  # noqa: E402
+import test_multiget as _multiget  # noqa: E402
+
+_ONE_OWNER = "asserts that a key lives on one backend: not so with replicas: 2"
+
+
+class TestCommandsReplicated(_commands.CommandsTest):
+    """The command suite (replies compared with memcached's) with replicas: 2."""
+    CLUSTER_ARGS = {"n_backends": 3, "extra": {"allow_flush_all": "true", "replicas": 2}}
+
+    @unittest.skip(_ONE_OWNER)
+    def test_gets_cas_is_the_backends(self):
+        pass
+
+
+class TestMultigetReplicated(_multiget.MultiGetTest):
+    """The multi-get suite (order, sizes, 1000 keys) with replicas: 2."""
+    CLUSTER_ARGS = {"n_backends": 3, "extra": {"replicas": 2}}
+
+    @unittest.skip(_ONE_OWNER)
+    def test_gets_1000_keys_cas_matches_backends(self):
+        pass
+
+    @unittest.skip(_ONE_OWNER)
+    def test_keys_spread_over_every_backend(self):
+        pass
+
+
 class TestChaos(ReplicationCase):
 
     def test_kill_and_restart_under_load(self):
@@ -337,6 +585,7 @@ class TestChaos(ReplicationCase):
             self.assertEqual(c.read_replies(len(chunk), 20), [b"STORED\r\n"] * len(chunk))
             for k in chunk:
                 model[k] = b"v0-" + k
+        sets = self.replica_sets(keys)
         frozen = keys[:300]  # never written again: reads of them must always hit
         mutable = keys[300:]
         stop = threading.Event()
@@ -396,13 +645,11 @@ class TestChaos(ReplicationCase):
                        what="reads during the outage")
             self.cl.backends[1].restart()
             # The restarted backend is reconnected (a write reaches it again).
-            probe = next(k for k in mutable if k not in writes)
-            for i in range(200):
-                self.assertEqual(c.request(set_cmd(probe, b"p%d" % i)), b"STORED\r\n")
-                model[probe] = b"p%d" % i
-                if self.cl.backends[1].get(probe) == b"p%d" % i or 1 not in self.replica_sets([probe])[probe]:
-                    break
-                time.sleep(0.05)
+            probe = next(k for k in mutable if k not in writes and 1 in sets[k])
+            wait_until(lambda: (c.request(set_cmd(probe, b"probe")) == b"STORED\r\n" and
+                                self.cl.backends[1].get(probe) == b"probe"),
+                       timeout=30, what="a write reaching the restarted backend")
+            model[probe] = b"probe"
             after = counts["gets"]
             wait_until(lambda: counts["gets"] > after + 2000, timeout=40, what="reads after the return")
         finally:
@@ -452,8 +699,9 @@ class TestChaos(ReplicationCase):
         def check_all():
             for i in range(0, len(keys), 100):
                 chunk = keys[i:i + 100]
-                got = {k: v for k, v, _f, _c in
-                       parse_values(c.request(b"get " + b" ".join(chunk) + b"\r\n", timeout=30))}
+                with Conn(HOST, self.port, timeout=30) as rc:  # new clients: several workers
+                    got = {k: v for k, v, _f, _c in
+                           parse_values(rc.request(b"get " + b" ".join(chunk) + b"\r\n"))}
                 for k in chunk:
                     self.assertEqual(got.get(k), model[k], "key %r" % k)
             return True
@@ -477,6 +725,12 @@ class TestChaos(ReplicationCase):
                              b"VA %d\r\n%s\r\n" % (len(model[k]), model[k]), k)
         with open(self.cl.proxy.log_path, "rb") as f:
             self.assertIn(b"flushed (flush_all) before serving reads", f.read())
+
+
+class TestChaosWorkers(TestChaos):
+    """The chaos cases with 3 worker threads: every worker's servers share one freshness state
+    (one flush per return, elected by compare-and-swap), and clients land on several workers."""
+    THREADS = 3
 
 
 if __name__ == "__main__":

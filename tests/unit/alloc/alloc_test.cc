@@ -242,7 +242,12 @@ TEST_CASE("warm requests allocate at most once per request") {
   {
     std::ofstream conf(path);
     conf << "alpha:\n  listen: 127.0.0.1:" << port << "\n  hash: fnv1a_64\n"
-         << "  distribution: ketama\n  timeout: 2000\n  servers:\n";
+         << "  distribution: ketama\n  timeout: 2000\n";
+    // MCRING_ALLOC_REPLICAS=N: the replicated data plane (writes to N servers, failover reads).
+    if (const char* replicas = std::getenv("MCRING_ALLOC_REPLICAS")) {
+      conf << "  replicas: " << replicas << "\n";
+    }
+    conf << "  servers:\n";
     for (Memcached& m : backends) {
       conf << "    - 127.0.0.1:" << m.port << ":1\n";
     }
@@ -267,7 +272,9 @@ TEST_CASE("warm requests allocate at most once per request") {
   }
   std::vector<Workload> workloads = {{"get", {}, "END\r\n"},
                                      {"set", {}, "STORED\r\n"},
-                                     {"3-key get", {}, "END\r\n"}};
+                                     {"3-key get", {}, "END\r\n"},
+                                     {"mg", {}, "MN\r\n"},
+                                     {"delete+set", {}, "STORED\r\n"}};
   for (int i = 0; i < 100; ++i) {
     std::string k = "key" + std::to_string(i);
     workloads[0].requests.push_back("get " + k + "\r\n");
@@ -275,6 +282,9 @@ TEST_CASE("warm requests allocate at most once per request") {
     workloads[2].requests.push_back("get key" + std::to_string(i) + " key" +
                                     std::to_string(i + 100) + " key" + std::to_string(i + 200) +
                                     "\r\n");
+    workloads[3].requests.push_back("mg " + k + " v\r\nmn\r\n");
+    workloads[4].requests.push_back("delete " + k + "\r\nset " + k + " 0 0 32\r\n" +
+                                    std::string(32, 'x') + "\r\n");
   }
   constexpr int kWarm = 2000;
   constexpr int kMeasured = 10000;
