@@ -11,7 +11,7 @@ set arrow from 0, graph 0 to 0, graph 1 nohead dashtype 2 linecolor rgb 'gray40'
 set y2label 'errors per second (impulses)'
 set y2tics
 set ytics nomirror
-set y2range [0:1773]
+set y2range [0:2016]
 set terminal svg size 960,600 dynamic background rgb 'white'
 set output 'bench/results/stampede-replicas/repeat-1/stampede_crash.svg'
 plot 'bench/results/stampede-replicas/repeat-1/stampede_crash_ketama.csv' skip 1 using ($1-0.5):4 with histeps linewidth 2 linecolor 1 title 'ketama', \
