@@ -84,7 +84,10 @@ class TestWrites(ReplicationCase):
             return self.cl.backends[i].get(k)
 
         def both(v):
-            self.assertEqual([on(i) for i in rs], [v, v], "replicas of %r" % k)
+            # replica_write_reply: primary answers once the primary did: the other replica's
+            # write may still be on its way.
+            wait_until(lambda: [on(i) for i in rs] == [v, v], timeout=10,
+                       what="%r on both replicas of %r" % (v, k))
             self.assertIsNone(on(other), "non-replica holds %r" % k)
 
         self.assertEqual(c.request(set_cmd(k, b"one")), b"STORED\r\n")
@@ -126,7 +129,8 @@ class TestWrites(ReplicationCase):
         r = c.request(b"get " + b" ".join(keys[1:]) + b"\r\n")
         self.assertEqual([v[0] for v in parse_values(r)], keys[1:])
         for kk in keys[1:]:
-            self.assertEqual(sorted(self.holders(kk)), sorted(sets[kk]))
+            wait_until(lambda: sorted(self.holders(kk)) == sorted(sets[kk]), timeout=10,
+                       what="%r on its replicas" % kk)
 
     def _add_where_replica_has_it(self, policy):
         self.start(extra={"replica_write_reply": policy})
@@ -207,6 +211,8 @@ class TestWrites(ReplicationCase):
         primary, second = sets[k]
         c = self.conn(self.port)
         self.assertEqual(c.request(set_cmd(k, b"first", flags=7)), b"STORED\r\n")
+        wait_until(lambda: self.cl.backends[second].get(k) == b"first", timeout=10,
+                   what="the set at the second replica")
         # gets returns the primary's unique.
         (_, v, flags, unique), = parse_values(c.request(b"gets " + k + b"\r\n"))
         with self.cl.backends[primary].conn() as d:
@@ -241,7 +247,8 @@ class TestWrites(ReplicationCase):
         with self.cl.backends[second].conn() as d:
             self.assertEqual(d.request(set_cmd(k, b"500")), b"STORED\r\n")
         self.assertEqual(c.request(b"incr " + k + b" 1\r\n"), b"101\r\n")
-        self.assertEqual(self.cl.backends[second].get(k), b"501")
+        wait_until(lambda: self.cl.backends[second].get(k) == b"501", timeout=10,
+                   what="the incr at the second replica")
 
 
 class TestReadFailover(ReplicationCase):
@@ -338,6 +345,7 @@ class TestReadFailover(ReplicationCase):
         c = self.conn(self.port)
         for k in keys:
             self.assertEqual(c.request(set_cmd(k, b"v")), b"STORED\r\n")
+        time.sleep(0.2)  # a copy mcring sent in the background would have landed (there is none)
         for k in keys:
             self.assertEqual(len(self.holders(k)), 1)
 
@@ -449,7 +457,7 @@ class TestClosedUnderWrite(IntegrationCase):
         c = self.conn(mc.port)
         # Both servers hold every key (replicas: 2 of 2). A value b2 keeps from before...
         self.assertEqual(c.request(set_cmd(b"kc", b"old")), b"STORED\r\n")
-        self.assertEqual(b2.get(b"kc"), b"old")
+        wait_until(lambda: b2.get(b"kc") == b"old", timeout=10, what="the write at b2")
         # b2 restarts (mcring's idle connection to it closes) and gets the old value and
         # another key back directly; mcring's next connection is closed under its write.
         b2.restart()
