@@ -58,8 +58,12 @@ std::string findGnuplot() {
 
 // What the first second would show if no key were refilled: gets of keys that stayed still hit,
 // so the baseline times the request-weighted share of keys that did not move.
+// With replicas > 1 a key "moves" when its set changes, which need not make its read miss (the
+// new primary may have held a copy), so there is no such estimate, but for a crash, where a
+// moved key is one with no live copy left.
 double expectedFirstSecond(const StampedeRun& r) {
-  if (r.hit_ratio_before < 0 || r.moved_weighted < 0) {
+  if (r.hit_ratio_before < 0 || r.moved_weighted < 0 ||
+      (r.replicas > 1 && r.scenario != Scenario::Crash)) {
     return -1;
   }
   return r.hit_ratio_before * (1 - r.moved_weighted);
