@@ -55,12 +55,19 @@ std::optional<PoolChangePlan> planPoolChange(const PoolConfig& before, const Poo
     return std::nullopt;
   }
   p.plan = routing::planMigration(*a->router, a->ids, *b->router, b->ids);
+  const bool replicated = before.routing.replicas > 1 || after.routing.replicas > 1;
+  if (replicated) {
+    p.replicas = routing::planReplicaSets(*a->router, a->ids, *b->router, b->ids);
+  }
   p.already_modula = before.routing.distribution == routing::Distribution::Modula &&
                      after.routing.distribution == routing::Distribution::Modula;
   auto ma = buildSide(before, asModula(before.routing), &err);
   auto mb = ma ? buildSide(after, asModula(after.routing), &err) : std::nullopt;
   if (ma && mb) {
     p.modula = routing::planMigration(*ma->router, ma->ids, *mb->router, mb->ids);
+    if (replicated && !p.already_modula) {
+      p.modula_replicas = routing::planReplicaSets(*ma->router, ma->ids, *mb->router, mb->ids);
+    }
   } else {
     p.modula_error = err;
   }
@@ -121,8 +128,33 @@ void appendSideJson(std::string* out, const PoolConfig& pool) {
   *out += "}";
 }
 
+void appendReplicaJson(std::string* out, const routing::ReplicaPlan& r) {
+  *out += "{\"replicas_before\":" + std::to_string(r.replicas_before);
+  *out += ",\"replicas_after\":" + std::to_string(r.replicas_after);
+  *out += ",\"method\":";
+  common::appendJsonString(out, routing::migrationMethodName(r.method));
+  *out += ",\"samples\":" + std::to_string(r.samples);
+  *out += ",\"changed\":" + number(r.changed);
+  *out += ",\"order_only\":" + number(r.order_only);
+  *out += ",\"none_kept\":" + number(r.none_kept);
+  *out += ",\"membership\":[";
+  for (size_t k = 0; k < r.servers.size(); ++k) {
+    const routing::ReplicaServerShare& s = r.servers[k];
+    *out += k ? "," : "";
+    *out += "{\"server\":";
+    common::appendJsonString(out, s.id);
+    *out += ",\"before\":" + number(s.before);
+    *out += ",\"after\":" + number(s.after);
+    *out += ",\"lost\":" + number(s.lost);
+    *out += ",\"gained\":" + number(s.gained);
+    *out += "}";
+  }
+  *out += "]}";
+}
+
 void appendPlanJson(std::string* out, const routing::MigrationPlan& p,
-                    routing::Distribution distribution) {
+                    routing::Distribution distribution,
+                    const std::optional<routing::ReplicaPlan>& replicas) {
   *out += "{\"distribution\":";
   common::appendJsonString(out, routing::distributionName(distribution));
   *out += ",\"method\":";
@@ -153,7 +185,12 @@ void appendPlanJson(std::string* out, const routing::MigrationPlan& p,
     *out += ",\"fraction\":" + number(cells[k].fraction);
     *out += std::string(",\"moved\":") + (cells[k].moved ? "true" : "false") + "}";
   }
-  *out += "]}";
+  *out += "]";
+  if (replicas) {
+    *out += ",\"replica_sets\":";
+    appendReplicaJson(out, *replicas);
+  }
+  *out += "}";
 }
 
 }  // namespace
@@ -166,10 +203,11 @@ void appendPoolChangeJson(std::string* out, const PoolChangePlan& pp) {
   *out += ",\"after\":";
   appendSideJson(out, *pp.after);
   *out += ",\"plan\":";
-  appendPlanJson(out, pp.plan, pp.after->routing.distribution);
+  appendPlanJson(out, pp.plan, pp.after->routing.distribution, pp.replicas);
   *out += ",\"modula\":";
   if (pp.modula) {
-    appendPlanJson(out, *pp.modula, routing::Distribution::Modula);
+    appendPlanJson(out, *pp.modula, routing::Distribution::Modula,
+                   pp.already_modula ? pp.replicas : pp.modula_replicas);
   } else {
     *out += "null,\"modula_error\":";
     common::appendJsonString(out, pp.modula_error);

@@ -24,6 +24,10 @@ struct PoolChangePlan {
   std::string modula_error;
   // Both sides already use modula: the comparison would repeat the plan.
   bool already_modula = false;
+  // Set when either side has replicas > 1: what happens to whole replica sets (the plan above
+  // is about primaries), for the pool's distribution and for modula.
+  std::optional<routing::ReplicaPlan> replicas;
+  std::optional<routing::ReplicaPlan> modula_replicas;
 };
 
 // The plan for `before` -> `after`; nullopt and *error ("pool 'x' in OLD: ...") when a side's
@@ -41,6 +45,9 @@ std::vector<PlanServerRow> planServerRows(const routing::MigrationPlan& p);
 
 // The pool's plan as JSON (`mcring plan --json`'s pool object): name, both sides' routing and
 // servers, the plan (moved, ownership before/after/out/in per server, the matrix) and modula's.
+// With replicas > 1 on a side, each plan object also has "replica_sets" (changed, order_only,
+// none_kept, per-server membership before/after/lost/gained); with replicas 1 on both sides the
+// output is what it was before replicas existed.
 void appendPoolChangeJson(std::string* out, const PoolChangePlan& p);
 
 }  // namespace mcring::config

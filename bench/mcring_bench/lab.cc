@@ -7,6 +7,7 @@
 #include "bench/mcring_bench/lab.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -20,6 +21,7 @@
 #include "bench/mcring_bench/rng.h"
 #include "proxy/routing/ketama_points.h"
 #include "proxy/routing/ketama_ring.h"
+#include "proxy/routing/migration.h"
 #include "proxy/routing/router.h"
 
 namespace mcring::bench {
@@ -107,10 +109,12 @@ KetamaRing plainRing(const std::vector<ServerSpec>& servers, uint32_t vnodes) {
                            servers.size());
 }
 
-std::unique_ptr<const Router> router(const std::vector<ServerSpec>& servers, Distribution d) {
+std::unique_ptr<const Router> router(const std::vector<ServerSpec>& servers, Distribution d,
+                                     uint32_t replicas = 1) {
   RouterOptions o;
   o.distribution = d;
   o.hash = HashFunction::Md5;
+  o.replicas = replicas;
   std::string error;
   auto r = Router::build(servers, o, &error);
   if (!r) {
@@ -465,6 +469,87 @@ void otherDistributions(const std::vector<std::string>& keys) {
       "some slots from nodes that keep their keys elsewhere (paper, section 5.3).\n\n");
 }
 
+// Replica sets (`replicas: R`): the share of keys whose set of servers changes, by key, beside
+// what `mcring plan` computes over the hash space (routing::planReplicaSets).
+void replicaSets(const std::vector<std::string>& keys) {
+  constexpr uint32_t kR = 2;
+  std::printf("### 8. Replica sets (replicas %u): fraction of keys whose replica set changes\n\n",
+              kR);
+  std::printf(
+      "| distribution | 10 → 11 | `mcring plan` | no copy kept | 11 → 10 | 10 → 20 | "
+      "primaries, 10 → 11 |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  // Each key's set as sorted host names (comparable across server lists).
+  auto sets = [&](const std::vector<ServerSpec>& servers, const Router& r) {
+    std::vector<std::vector<std::string>> out(keys.size());
+    std::array<uint32_t, routing::kMaxReplicas> set{};
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const uint32_t n = r.replicaSet(keys[i], set);
+      for (uint32_t k = 0; k < n; ++k) {
+        out[i].push_back(servers[set[k]].host);
+      }
+      std::sort(out[i].begin(), out[i].end());
+    }
+    return out;
+  };
+  struct Change {
+    double changed = 0;
+    double none_kept = 0;
+  };
+  auto change = [&](Distribution d, size_t from, size_t to) {
+    const auto a = nodes(from);
+    const auto b = nodes(to);
+    const auto sa = sets(a, *router(a, d, kR));
+    const auto sb = sets(b, *router(b, d, kR));
+    Change c;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      c.changed += sa[i] != sb[i] ? 1 : 0;
+      bool kept = false;
+      for (const auto& s : sa[i]) {
+        kept = kept || std::find(sb[i].begin(), sb[i].end(), s) != sb[i].end();
+      }
+      c.none_kept += kept ? 0 : 1;
+    }
+    c.changed /= static_cast<double>(keys.size());
+    c.none_kept /= static_cast<double>(keys.size());
+    return c;
+  };
+  auto ids = [](const std::vector<ServerSpec>& servers) {
+    std::vector<std::string> out;
+    for (const auto& s : servers) {
+      out.push_back(s.host + ":" + std::to_string(s.port));
+    }
+    return out;
+  };
+  for (Distribution d : {Distribution::Ketama, Distribution::Modula, Distribution::Rendezvous,
+                         Distribution::Maglev}) {
+    const Change grow = change(d, 10, 11);
+    const auto a = nodes(10);
+    const auto b = nodes(11);
+    const routing::ReplicaPlan plan =
+        routing::planReplicaSets(*router(a, d, kR), ids(a), *router(b, d, kR), ids(b));
+    const auto ra = router(a, d);
+    const auto rb = router(b, d);
+    const double primaries =
+        movedFraction(placement(keys, a, [&](size_t i) { return ra->route(keys[i]); }),
+                      placement(keys, b, [&](size_t i) { return rb->route(keys[i]); }));
+    std::printf("| %s | %s | %s (%s) | %s | %s | %s | %s |\n",
+                std::string(routing::distributionName(d)).c_str(), pct(grow.changed).c_str(),
+                pct(plan.changed).c_str(),
+                std::string(routing::migrationMethodName(plan.method)).c_str(),
+                pct(grow.none_kept).c_str(), pct(change(d, 11, 10).changed).c_str(),
+                pct(change(d, 10, 20).changed).c_str(), pct(primaries).c_str());
+  }
+  std::printf("| theory (consistent) | %s | | 0 | %s | | %s |\n\n", pct(2.0 / 11).c_str(),
+              pct(2.0 / 11).c_str(), pct(1.0 / 11).c_str());
+  std::printf(
+      "A set changes when a server joins or leaves it. Adding an 11th server puts it into R/(N+1) "
+      "of the sets under a consistent distribution (twice the keys whose primary moves, but each "
+      "changed set keeps its other copy); modula shifts every slot, so nearly every set changes "
+      "and most keep no copy. \"no copy kept\" is for 10 → 11. Doubling changes 1 - (1/2)^R "
+      "of the sets under a ring (each member is replaced with probability 1/2), more than "
+      "modula.\n\n");
+}
+
 bool parseNumber(const char* s, uint64_t* out) {
   char* end = nullptr;
   const unsigned long long v = std::strtoull(s, &end, 10);
@@ -540,5 +625,6 @@ int runLab(int argc, char** argv) {
   mcring::bench::hotKey(keys, opt, rng);
   mcring::bench::imbalance(opt, rng);
   mcring::bench::otherDistributions(keys);
+  mcring::bench::replicaSets(keys);
   return 0;
 }

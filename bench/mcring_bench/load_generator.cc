@@ -36,35 +36,6 @@ std::pair<double, double> cpuSeconds() {
   return {seconds(usage.ru_utime), seconds(usage.ru_stime)};
 }
 
-// User + system CPU seconds of process `pid` so far (all threads), from /proc/PID/stat; -1 when
-// unreadable. The fields are counted after the last ')', since the command name may hold spaces.
-double processCpuSeconds(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(in, line)) {
-    return -1;
-  }
-  const size_t paren = line.rfind(')');
-  if (paren == std::string::npos) {
-    return -1;
-  }
-  std::istringstream fields(line.substr(paren + 1));
-  std::string field;
-  unsigned long long utime = 0;
-  unsigned long long stime = 0;
-  // After ')': state is field 3 of proc(5); utime and stime are fields 14 and 15.
-  for (int n = 3; n <= 15 && (fields >> field); ++n) {
-    if (n == 14) {
-      utime = std::stoull(field);
-    } else if (n == 15) {
-      stime = std::stoull(field);
-      const long ticks = sysconf(_SC_CLK_TCK);
-      return ticks > 0 ? static_cast<double>(utime + stime) / static_cast<double>(ticks) : -1;
-    }
-  }
-  return -1;
-}
-
 // Where workers leave their seconds for the controller: one queue per worker, touched once a
 // second per worker, so the lock is never on the request path.
 class Mailbox {
@@ -114,6 +85,35 @@ class Mailbox {
 };
 
 }  // namespace
+
+// User + system CPU seconds of process `pid` so far (all threads), from /proc/PID/stat; -1 when
+// unreadable. The fields are counted after the last ')', since the command name may hold spaces.
+double processCpuSeconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) {
+    return -1;
+  }
+  const size_t paren = line.rfind(')');
+  if (paren == std::string::npos) {
+    return -1;
+  }
+  std::istringstream fields(line.substr(paren + 1));
+  std::string field;
+  unsigned long long utime = 0;
+  unsigned long long stime = 0;
+  // After ')': state is field 3 of proc(5); utime and stime are fields 14 and 15.
+  for (int n = 3; n <= 15 && (fields >> field); ++n) {
+    if (n == 14) {
+      utime = std::stoull(field);
+    } else if (n == 15) {
+      stime = std::stoull(field);
+      const long ticks = sysconf(_SC_CLK_TCK);
+      return ticks > 0 ? static_cast<double>(utime + stime) / static_cast<double>(ticks) : -1;
+    }
+  }
+  return -1;
+}
 
 LoadResult LoadGenerator::run() {
   signal(SIGPIPE, SIG_IGN);

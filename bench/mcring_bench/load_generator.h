@@ -66,4 +66,8 @@ class LoadGenerator {
   std::atomic<bool> stop_{false};
 };
 
+// User + system CPU seconds of process `pid` so far (all threads), from /proc/PID/stat; -1 when
+// unreadable (e.g. the process is gone). Also used by the stampede experiment.
+double processCpuSeconds(int pid);
+
 }  // namespace mcring::bench

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bitset>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -20,6 +21,7 @@
 
 #include "bench/mcring_bench/clock.h"
 #include "bench/mcring_bench/key_space.h"
+#include "bench/mcring_bench/load_generator.h"
 #include "bench/mcring_bench/stampede_client.h"
 #include "bench/mcring_bench/stampede_memcache.h"
 #include "bench/mcring_bench/stampede_options.h"
@@ -29,7 +31,9 @@
 namespace mcring::bench {
 namespace {
 
-constexpr uint8_t kNoOwner = 0xff;
+// Which backends (positions in the run's list: at most 2 x 64 for double) hold a key.
+constexpr size_t kMaxBackends = 128;
+using Holders = std::bitset<kMaxBackends>;
 constexpr int kStartTimeoutMs = 5000;
 constexpr int kReloadTimeoutMs = 5000;
 constexpr int kStartAttempts = 5;
@@ -81,14 +85,19 @@ bool writeFileAtomically(const std::string& path, const std::string& text, std::
 
 // warmup_window_ms > 0 adds mcring's `warmup_window` (warm migration) beside the
 // distribution; nutcracker does not know the key, so its runs always pass 0.
+// replicas > 1 adds `replicas: R` (nutcracker runs always pass 1).
 std::string poolYaml(uint16_t listen, const StampedeOptions& o, const std::string& distribution,
-                     uint32_t warmup_window_ms, const std::vector<Backend>& servers) {
+                     uint32_t warmup_window_ms, uint32_t replicas,
+                     const std::vector<Backend>& servers) {
   std::string y = "# written by mcring-bench stampede\nstampede:\n";
   y += "  listen: 127.0.0.1:" + std::to_string(listen) + "\n";
   y += "  hash: " + o.hash + "\n";
   y += "  distribution: " + distribution + "\n";
   if (warmup_window_ms > 0) {
     y += "  warmup_window: " + std::to_string(warmup_window_ms) + "\n";
+  }
+  if (replicas > 1) {
+    y += "  replicas: " + std::to_string(replicas) + "\n";
   }
   y += "  timeout: " + std::to_string(o.timeout_ms) + "\n";
   y += "  preconnect: true\n  auto_eject_hosts: false\n  servers:\n";
@@ -137,8 +146,10 @@ class Experiment {
     return true;
   }
 
-  // warmup: mcring only, with `warmup_window: --warmup-window` in both configs.
-  StampedeRun run(Scenario scenario, const std::string& distribution, bool nutcracker, bool warmup);
+  // warmup: mcring only, with `warmup_window: --warmup-window` in both configs. replicas: the
+  // pool's `replicas` (mcring only).
+  StampedeRun run(Scenario scenario, const std::string& distribution, bool nutcracker, bool warmup,
+                  uint32_t replicas = 1);
 
  private:
   void say(const char* format, ...) __attribute__((format(printf, 2, 3)));
@@ -146,10 +157,13 @@ class Experiment {
                      std::string* error);
   bool startProxy(bool nutcracker, const std::string& conf, uint16_t port, uint16_t stats_port,
                   const std::string& log, pid_t* pid, std::string* error);
-  bool owners(const std::vector<Backend>& servers, std::vector<uint8_t>* owner, uint64_t* anomalies,
+  // copies: how many backends should hold each key (min(replicas, servers)).
+  bool owners(const std::vector<Backend>& servers, size_t copies, std::vector<Holders>* holders,
               std::string* error);
   std::optional<double> routeMoved(const std::string& before, const std::string& after,
-                                   const std::string& tag, std::string* error);
+                                   const std::string& tag, bool as_sets, std::string* error);
+  // Sum of backendWrites() over the servers' `stats`; false if one does not answer.
+  bool writesOf(const std::vector<Backend>& servers, uint64_t* writes, std::string* error);
   bool applyReload(pid_t proxy, uint16_t port, const std::string& live, const std::string& text,
                    uint64_t* t0_ns, double* took_ms, std::string* source, std::string* error);
 
@@ -268,10 +282,9 @@ bool Experiment::startProxy(bool nutcracker, const std::string& conf, uint16_t p
   return true;
 }
 
-bool Experiment::owners(const std::vector<Backend>& servers, std::vector<uint8_t>* owner,
-                        uint64_t* anomalies, std::string* error) {
-  owner->assign(o_.keys, kNoOwner);
-  *anomalies = 0;
+bool Experiment::owners(const std::vector<Backend>& servers, size_t copies,
+                        std::vector<Holders>* holders, std::string* error) {
+  holders->assign(o_.keys, Holders());
   std::vector<std::vector<uint64_t>> held(servers.size());
   for (size_t i = 0; i < servers.size(); ++i) {
     uint64_t foreign = 0;
@@ -281,17 +294,18 @@ bool Experiment::owners(const std::vector<Backend>& servers, std::vector<uint8_t
     }
   }
   // The dump can skip a key the LRU maintainer moved mid-crawl: ask every server for the keys
-  // no dump listed, so that "on no server" means the proxy lost it, not that the crawler missed
-  // it. A key listed twice by one server's dump is one copy.
-  std::vector<bool> listed(o_.keys, false);
-  for (const auto& h : held) {
-    for (uint64_t k : h) {
-      listed[k] = true;
+  // fewer dumps listed than it should have copies, so that "on fewer servers" means the proxy
+  // lost a copy, not that the crawler missed it. A key listed twice by one server's dump is one
+  // copy.
+  std::vector<Holders> listed(o_.keys);
+  for (size_t i = 0; i < servers.size(); ++i) {
+    for (uint64_t k : held[i]) {
+      listed[k].set(i);
     }
   }
   std::vector<uint64_t> unlisted;
   for (uint64_t k = 0; k < o_.keys; ++k) {
-    if (!listed[k]) {
+    if (listed[k].count() < copies) {
       unlisted.push_back(k);
     }
   }
@@ -300,21 +314,30 @@ bool Experiment::owners(const std::vector<Backend>& servers, std::vector<uint8_t
       *error = "get from 127.0.0.1:" + std::to_string(servers[i].port) + ": " + *error;
       return false;
     }
-    std::sort(held[i].begin(), held[i].end());
-    held[i].erase(std::unique(held[i].begin(), held[i].end()), held[i].end());
     for (uint64_t k : held[i]) {
-      if ((*owner)[k] == kNoOwner) {
-        (*owner)[k] = static_cast<uint8_t>(i);
-      } else {
-        ++*anomalies;  // on two servers at once
-      }
+      (*holders)[k].set(i);
     }
   }
   return true;
 }
 
+bool Experiment::writesOf(const std::vector<Backend>& servers, uint64_t* writes,
+                          std::string* error) {
+  *writes = 0;
+  for (const Backend& b : servers) {
+    std::map<std::string, uint64_t> stats;
+    if (!readStats(b.port, &stats, error)) {
+      *error = "stats of 127.0.0.1:" + std::to_string(b.port) + ": " + *error;
+      return false;
+    }
+    *writes += backendWrites(stats);
+  }
+  return true;
+}
+
 std::optional<double> Experiment::routeMoved(const std::string& before, const std::string& after,
-                                             const std::string& tag, std::string* error) {
+                                             const std::string& tag, bool as_sets,
+                                             std::string* error) {
   const std::string out_before = work_ + "/logs/" + tag + "_route_before.txt";
   const std::string out_after = work_ + "/logs/" + tag + "_route_after.txt";
   const std::string log = work_ + "/logs/" + tag + "_route.log";
@@ -345,7 +368,24 @@ std::optional<double> Experiment::routeMoved(const std::string& before, const st
       *error = "unexpected `mcring route` output: " + la + " / " + lb;
       return std::nullopt;
     }
-    if (la.compare(ta, std::string::npos, lb, tb, std::string::npos) != 0) {
+    if (!as_sets) {
+      if (la.compare(ta, std::string::npos, lb, tb, std::string::npos) != 0) {
+        ++moved;
+      }
+      continue;
+    }
+    // replicas > 1: KEY<TAB>HOST:PORT<TAB>HOST:PORT...: the key moved when its set changed.
+    const auto members = [](const std::string& line, size_t from) {
+      std::vector<std::string> out;
+      while (from != std::string::npos) {
+        const size_t next = line.find('\t', from + 1);
+        out.push_back(line.substr(from + 1, next == std::string::npos ? next : next - from - 1));
+        from = next;
+      }
+      std::sort(out.begin(), out.end());
+      return out;
+    };
+    if (members(la, ta) != members(lb, tb)) {
       ++moved;
     }
   }
@@ -406,17 +446,18 @@ bool Experiment::applyReload(pid_t proxy, uint16_t port, const std::string& live
 }
 
 StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, bool nutcracker,
-                            bool warmup) {
+                            bool warmup, uint32_t replicas) {
   StampedeRun r;
   r.proxy = nutcracker ? "nutcracker" : "mcring";
   r.distribution = distribution;
   r.warmup = warmup && !nutcracker;
+  r.replicas = nutcracker ? 1 : replicas;
   const uint32_t warmup_window_ms = r.warmup ? o_.warmup_window_ms : 0;
   r.scenario = scenario;
   const uint32_t n = o_.backends;
   r.servers_before = serversBefore(scenario, n);
   r.servers_after = serversAfter(scenario, n);
-  r.theory_moved_fraction = theoryMovedFraction(scenario, distribution, n);
+  r.theory_moved_fraction = theoryMovedFraction(scenario, distribution, n, r.replicas);
   const std::string tag = std::string(scenarioName(scenario)) + "_" + r.label();
   const uint64_t run_started = monotonicNs();
   taken_.clear();
@@ -471,8 +512,8 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
     port = pickFreePort(&taken_);
     stats_port = pickFreePort(&taken_);
     const std::string before_text =
-        poolYaml(port, o_, distribution, warmup_window_ms, before_servers);
-    after_text = poolYaml(port, o_, distribution, warmup_window_ms, after_servers);
+        poolYaml(port, o_, distribution, warmup_window_ms, r.replicas, before_servers);
+    after_text = poolYaml(port, o_, distribution, warmup_window_ms, r.replicas, after_servers);
     if (!writeFileAtomically(before_conf, before_text, &error) ||
         !writeFileAtomically(after_conf, after_text, &error) ||
         !writeFileAtomically(live, before_text, &error)) {
@@ -487,7 +528,14 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
     return failed(error);
   }
 
-  // Warm-up: every key once, through the proxy, so that each lands where the old config says.
+  // Warm-up: every key once, through the proxy, so that each lands where the old config says
+  // (on each of its replicas). The backends' write counters and the proxy's CPU around it give
+  // what one client write costs.
+  uint64_t writes_before_warm = 0;
+  if (!writesOf(backends, &writes_before_warm, &error)) {
+    return failed(error);
+  }
+  const double cpu_before_warm = processCpuSeconds(proxy);
   SetResult warm;
   if (!setAllKeys(port, keys_, o_.keys, o_.value_size, &warm, &error)) {
     return failed("warm-up: " + error);
@@ -495,20 +543,33 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
   if (warm.failed > 0) {
     return failed("warm-up: " + std::to_string(warm.failed) + " sets failed");
   }
-  std::vector<uint8_t> owner_before;
-  uint64_t anomalies = 0;
-  if (!owners(before_servers, &owner_before, &anomalies, &error)) {
+  const double cpu_after_warm = processCpuSeconds(proxy);
+  uint64_t writes_after_warm = 0;
+  if (!writesOf(backends, &writes_after_warm, &error)) {
     return failed(error);
   }
-  for (uint8_t owner : owner_before) {
-    if (owner == kNoOwner) {
-      ++anomalies;  // stored, yet on no server: evicted, or the proxy lost it
-    }
+  r.warm_client_sets = warm.stored + warm.failed;
+  r.warm_backend_writes = writes_after_warm - writes_before_warm;
+  if (cpu_before_warm >= 0 && cpu_after_warm >= 0) {
+    r.proxy_cpu_warm_s = cpu_after_warm - cpu_before_warm;
+  }
+  // Each key should be on min(replicas, servers) backends: fewer is a key the proxy lost (or
+  // memcached evicted), more a copy it should not have written.
+  const size_t copies = std::min<size_t>(r.replicas, before_servers.size());
+  std::vector<Holders> holders_before;
+  if (!owners(before_servers, copies, &holders_before, &error)) {
+    return failed(error);
+  }
+  uint64_t anomalies = 0;
+  for (const Holders& h : holders_before) {
+    anomalies += h.count() != copies ? 1 : 0;
   }
   r.warm_anomalies = anomalies;
-  say("%s %s: warmed %llu keys in %.2f s (%llu missing or duplicated on the backends)",
+  say("%s %s: warmed %llu keys in %.2f s (%llu not on exactly %zu backend%s); backends counted "
+      "%llu writes",
       scenarioName(scenario).data(), r.label().c_str(), static_cast<unsigned long long>(o_.keys),
-      warm.seconds, static_cast<unsigned long long>(anomalies));
+      warm.seconds, static_cast<unsigned long long>(anomalies), copies, copies == 1 ? "" : "s",
+      static_cast<unsigned long long>(r.warm_backend_writes));
 
   // The load, and the change at T.
   CacheAsideOptions co;
@@ -523,13 +584,25 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
   co.timeout_ms = o_.timeout_ms;
   co.max_seconds = o_.before_s + o_.after_s + (kReloadTimeoutMs + kStartTimeoutMs) / 1000.0 + 2;
   CacheAsideClient client(co, keys_);
+  uint64_t writes_load_start = 0;
+  if (!writesOf(backends, &writes_load_start, &error)) {
+    return failed(error);
+  }
+  const pid_t cpu_pid = proxy;
+  const double cpu_load_start = processCpuSeconds(proxy);
   const uint64_t start_ns = client.start();
+  uint64_t crashed_writes = 0;  // the crashed backend's counter just before the kill
   if (!sleepUntil(start_ns + static_cast<uint64_t>(o_.before_s * 1e9))) {
     client.stop();
     return failed("interrupted");
   }
   uint64_t t0 = 0;
   if (scenario == Scenario::Crash) {
+    // Its writes so far (gone with it after the kill), read a few ms before it.
+    if (!writesOf({crashed}, &crashed_writes, &error)) {
+      client.stop();
+      return failed(error);
+    }
     // The crash happens at the kill: the kernel resets the backend's sockets as the process
     // dies, well before it is reaped (which can take a while on a busy machine).
     t0 = monotonicNs();
@@ -568,6 +641,9 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
       return failed(error);
     }
   }
+  // The proxy's CPU at the change splits the load's cost into before and after (a restarted
+  // nutcracker is another process: no split, and no load figure).
+  const double cpu_at_t0 = proxy == cpu_pid ? processCpuSeconds(proxy) : -1;
   say("%s %s: change applied (%s) after %.1f ms", scenarioName(scenario).data(), r.label().c_str(),
       r.change_source.c_str(), r.change_ms);
   const int after_seconds = static_cast<int>(std::ceil(o_.after_s));
@@ -576,27 +652,60 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
   if (!completed) {
     return failed("interrupted");
   }
+  // The load's cost: the proxy's CPU and the backends' writes (the live ones now, the crashed
+  // one as it was just before the kill) over the client's requests.
+  const double cpu_load_end = proxy == cpu_pid ? processCpuSeconds(proxy) : -1;
+  std::vector<Backend> alive;
+  for (const Backend& b : backends) {
+    if (scenario != Scenario::Crash || b.port != crashed.port) {
+      alive.push_back(b);
+    }
+  }
+  uint64_t writes_load_end = 0;
+  if (!writesOf(alive, &writes_load_end, &error)) {
+    return failed(error);
+  }
+  r.load_backend_writes = writes_load_end + crashed_writes - writes_load_start;
+  const uint64_t t0_slot = (t0 - start_ns) / CacheAsideClient::kSlotNs;
+  for (size_t i = 0; i < client.slots().size(); ++i) {
+    const StampedeSlot& slot = client.slots()[i];
+    r.load_client_writes += slot.sets;
+    r.load_requests += slot.ops + slot.errors;
+    if (i < t0_slot) {
+      r.load_requests_before += slot.ops + slot.errors;
+    }
+  }
+  if (cpu_load_start >= 0 && cpu_load_end >= 0) {
+    r.proxy_cpu_load_s = cpu_load_end - cpu_load_start;
+    if (cpu_at_t0 >= 0) {
+      r.proxy_cpu_before_s = cpu_at_t0 - cpu_load_start;
+    }
+  }
   r.seconds = secondsAround(client.slots(), start_ns, t0, after_seconds);
   r.error_kinds = client.errorKinds();
   r.unsent = client.unsent();
   r.refills_dropped = client.refillsDropped();
   summarize(&r);
 
-  // Where the keys are now: empty the servers of the new config, set every key again through
-  // the proxy, and ask each server which keys it holds.
-  for (const Backend& b : after_servers) {
-    if (!flushAll(b.port, &error)) {
-      return failed("flush_all: " + error);
+  // Where the keys are now. Crash: a key is lost when no live backend held a copy at the kill
+  // (with replicas 1, exactly the dead server's keys). Otherwise: empty the servers of the new
+  // config, set every key again through the proxy, and ask each server which keys it holds; a
+  // key moved when the set of backends holding it changed (replicas 1: its server).
+  std::vector<Holders> holders_after;
+  if (scenario != Scenario::Crash) {
+    for (const Backend& b : after_servers) {
+      if (!flushAll(b.port, &error)) {
+        return failed("flush_all: " + error);
+      }
     }
-  }
-  SetResult rewarm;
-  if (!setAllKeys(port, keys_, o_.keys, o_.value_size, &rewarm, &error)) {
-    return failed("placing the keys under the new config: " + error);
-  }
-  std::vector<uint8_t> owner_after;
-  uint64_t anomalies_after = 0;
-  if (!owners(after_servers, &owner_after, &anomalies_after, &error)) {
-    return failed(error);
+    SetResult rewarm;
+    if (!setAllKeys(port, keys_, o_.keys, o_.value_size, &rewarm, &error)) {
+      return failed("placing the keys under the new config: " + error);
+    }
+    if (!owners(after_servers, std::min<size_t>(r.replicas, after_servers.size()), &holders_after,
+                &error)) {
+      return failed(error);
+    }
   }
   // The backends are done with: let them start exiting while the rest is computed.
   std::vector<pid_t> own;
@@ -606,6 +715,10 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
     }
   }
   processes_.terminate(own);
+  Holders alive_mask;
+  for (size_t i = 0; i < before_servers.size(); ++i) {
+    alive_mask.set(i, scenario != Scenario::Crash || i != n - 1);
+  }
   uint64_t checked = 0;
   uint64_t moved = 0;
   // Also weighted by how often the client asks each key (Zipf: key k has rank k + 1): that is
@@ -613,15 +726,16 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
   double weight_all = 0;
   double weight_moved = 0;
   for (uint64_t k = 0; k < o_.keys; ++k) {
-    if (owner_before[k] == kNoOwner) {
+    if (holders_before[k].none()) {
       continue;
     }
     ++checked;
     const double weight = std::pow(static_cast<double>(k + 1), -o_.zipf);
     weight_all += weight;
-    // Backend indices are positions in `backends`, the same in both configs (crash: the dead
-    // server's keys have no owner after, so they count as lost).
-    if (owner_after[k] != owner_before[k]) {
+    // Backend indices are positions in `backends`, the same in both configs.
+    const bool gone = scenario == Scenario::Crash ? (holders_before[k] & alive_mask).none()
+                                                  : holders_after[k] != holders_before[k];
+    if (gone) {
       ++moved;
       weight_moved += weight;
     }
@@ -630,7 +744,7 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
   r.moved_fraction = checked == 0 ? -1 : static_cast<double>(moved) / static_cast<double>(checked);
   r.moved_weighted = weight_all > 0 ? weight_moved / weight_all : -1;
   if (scenario != Scenario::Crash) {
-    r.moved_fraction_route = routeMoved(before_conf, after_conf, tag, &error);
+    r.moved_fraction_route = routeMoved(before_conf, after_conf, tag, r.replicas > 1, &error);
     if (!r.moved_fraction_route) {
       say("%s %s: warning: no `mcring route` cross-check: %s", scenarioName(scenario).data(),
           r.label().c_str(), error.c_str());
@@ -726,10 +840,18 @@ int runStampede(int argc, char** argv) {
       if (g_stampede_interrupted.load()) {
         break;
       }
-      runs.push_back(experiment.run(scenario, d, /*nutcracker=*/false, /*warmup=*/false));
-      // The warm-up run right after its cold twin: the same load, seed and keys.
-      if (options.warmup && !g_stampede_interrupted.load()) {
-        runs.push_back(experiment.run(scenario, d, /*nutcracker=*/false, /*warmup=*/true));
+      for (uint32_t replicas : options.replicas) {
+        // jump has no successor order, so no replica sets (mcring refuses the config).
+        if (g_stampede_interrupted.load() || (replicas > 1 && d == "jump")) {
+          continue;
+        }
+        runs.push_back(
+            experiment.run(scenario, d, /*nutcracker=*/false, /*warmup=*/false, replicas));
+        // The warm-up run right after its cold twin: the same load, seed and keys.
+        if (options.warmup && !g_stampede_interrupted.load()) {
+          runs.push_back(
+              experiment.run(scenario, d, /*nutcracker=*/false, /*warmup=*/true, replicas));
+        }
       }
     }
     if (options.with_nutcracker && scenario == Scenario::Add) {

@@ -186,6 +186,7 @@ class CacheAsideClient::Connection {
       }
       StampedeSlot& slot = client_.slotAt(now_ns);
       ++slot.ops;
+      ++slot.sets;
       if (reply.kind == ReplyKind::Stored) {
         ++slot.refills;
       }
@@ -272,6 +273,8 @@ void CacheAsideClient::countError(LoadError why, bool get, uint64_t now_ns) {
   ++slot.errors;
   if (get) {
     ++slot.gets;
+  } else {
+    ++slot.sets;
   }
 }
 

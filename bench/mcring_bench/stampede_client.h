@@ -34,6 +34,7 @@ struct StampedeSlot {
   uint32_t ops = 0;      // well-formed, non-error replies (gets and sets)
   uint32_t errors = 0;   // requests ended by an error (gets and sets)
   uint32_t refills = 0;  // refill sets stored
+  uint32_t sets = 0;     // refill sets ended (stored, not stored, or an error): client writes
 
   void add(const StampedeSlot& o) {
     gets += o.gets;
@@ -41,6 +42,7 @@ struct StampedeSlot {
     ops += o.ops;
     errors += o.errors;
     refills += o.refills;
+    sets += o.sets;
   }
 };
 

@@ -365,6 +365,46 @@ bool flushAll(uint16_t port, std::string* error) {
   return true;
 }
 
+bool readStats(uint16_t port, std::map<std::string, uint64_t>* stats, std::string* error) {
+  stats->clear();
+  BlockingClient client;
+  if (!client.connect(port, error) || !client.sendAll("stats\r\n", error)) {
+    return false;
+  }
+  std::string line;
+  while (client.readLine(&line, kReplyTimeoutMs, error)) {
+    if (line == "END") {
+      return true;
+    }
+    if (line.rfind("STAT ", 0) != 0) {
+      *error = "stats: " + line;
+      return false;
+    }
+    const size_t space = line.find(' ', 5);
+    if (space == std::string::npos) {
+      continue;
+    }
+    uint64_t value = 0;
+    const char* begin = line.data() + space + 1;
+    const char* end = line.data() + line.size();
+    const auto [at, ec] = std::from_chars(begin, end, value);
+    if (ec == std::errc() && at == end) {
+      (*stats)[line.substr(5, space - 5)] = value;
+    }
+  }
+  return false;
+}
+
+uint64_t backendWrites(const std::map<std::string, uint64_t>& stats) {
+  uint64_t sum = 0;
+  for (const char* field : {"cmd_set", "delete_hits", "delete_misses", "incr_hits", "incr_misses",
+                            "decr_hits", "decr_misses", "cmd_touch"}) {
+    const auto it = stats.find(field);
+    sum += it == stats.end() ? 0 : it->second;
+  }
+  return sum;
+}
+
 bool latestReload(BlockingClient& client, ReloadRecordView* latest, std::string* error) {
   *latest = {};
   if (!client.sendAll("stats reloads\r\n", error)) {

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,12 @@ bool heldKeys(uint16_t port, const KeySpace& keys, const std::vector<uint64_t>& 
               std::vector<uint64_t>* held, std::string* error);
 
 bool flushAll(uint16_t port, std::string* error);
+
+// The numeric fields of `stats` at port (memcached's, or mcring's own answer), by name.
+bool readStats(uint16_t port, std::map<std::string, uint64_t>* stats, std::string* error);
+// The writes a memcached's `stats` counts: storage commands (cmd_set: set, add, replace, append,
+// prepend, cas), deletes, incr/decr and touches.
+uint64_t backendWrites(const std::map<std::string, uint64_t>& stats);
 
 // mcring's newest reload record (`stats reloads`), parsed.
 struct ReloadRecordView {

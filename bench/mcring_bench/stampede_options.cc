@@ -1,6 +1,7 @@
 // Flag parsing for `mcring-bench stampede`, and the scenario table's theory.
 #include "bench/mcring_bench/stampede_options.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -34,6 +35,10 @@ experiment
   --warmup               run each distribution twice against mcring: without and with warm
                          migration (`warmup_window: MS` in the pool config before and after the
                          change); labelled DIST and DIST+warmup. nutcracker runs never warm up
+  --replicas LIST        comma-separated replica counts, e.g. 1,2 (default 1): each distribution
+                         runs once per count with `replicas: R` in the pool config (writes go
+                         to the key's R servers, reads fail over); labelled DIST+rR for R > 1.
+                         jump has no replica sets: it runs with R = 1 only
   --warmup-window MS     the warm-up window (default: --after + 5 s, so that it covers the whole
                          measured period after the change; 1..3600000); implies --warmup
 load
@@ -141,9 +146,23 @@ uint32_t backendsNeeded(Scenario s, uint32_t n) {
   return s == Scenario::Add || s == Scenario::Double ? serversAfter(s, n) : n;
 }
 
-double theoryMovedFraction(Scenario s, std::string_view distribution, uint32_t n) {
+double theoryMovedFraction(Scenario s, std::string_view distribution, uint32_t n,
+                           uint32_t replicas) {
   const double N = n;
   const bool modula = distribution == "modula";
+  if (replicas > 1) {
+    const double R = replicas;
+    switch (s) {
+      case Scenario::Add:  // the new server joins R/(N+1) of the sets, replacing one member
+        return modula ? -1 : std::min(1.0, R / (N + 1));
+      case Scenario::Remove:  // the sets that held the removed server: R/N
+        return modula ? -1 : std::min(1.0, R / N);
+      case Scenario::Double:
+        return -1;
+      case Scenario::Crash:  // a key is lost only if all its copies were on the dead server
+        return 0;
+    }
+  }
   switch (s) {
     case Scenario::Add:
       // modula: a key stays iff h mod N == h mod (N+1), i.e. for 1 value in N+1.
@@ -160,8 +179,35 @@ double theoryMovedFraction(Scenario s, std::string_view distribution, uint32_t n
   return 0;
 }
 
-std::string theoryText(Scenario s, uint32_t n) {
-  char text[200];
+std::string theoryText(Scenario s, uint32_t n, uint32_t replicas) {
+  char text[300];
+  if (replicas > 1) {
+    switch (s) {
+      case Scenario::Add:
+        std::snprintf(text, sizeof(text),
+                      "%u -> %u with replicas %u: a key moves when its replica set changes; the "
+                      "new server joins R/(N+1) = %.4f of the sets (modula: nearly all change)",
+                      n, n + 1, replicas, std::min(1.0, replicas / (n + 1.0)));
+        return text;
+      case Scenario::Remove:
+        std::snprintf(text, sizeof(text),
+                      "%u -> %u with replicas %u: the sets that held the removed server change, "
+                      "R/N = %.4f (modula: nearly all)",
+                      n, n - 1, replicas, std::min(1.0, replicas / static_cast<double>(n)));
+        return text;
+      case Scenario::Double:
+        std::snprintf(text, sizeof(text),
+                      "%u -> %u with replicas %u: most replica sets change (no simple formula)", n,
+                      2 * n, replicas);
+        return text;
+      case Scenario::Crash:
+        std::snprintf(text, sizeof(text),
+                      "crash of 1 of %u with replicas %u: no key loses every copy (0); the dead "
+                      "server held a copy of R/N = %.4f of them, which reads must fail over",
+                      n, replicas, std::min(1.0, replicas / static_cast<double>(n)));
+        return text;
+    }
+  }
   switch (s) {
     case Scenario::Add:
       std::snprintf(text, sizeof(text),
@@ -347,6 +393,25 @@ std::optional<StampedeOptions> parseStampedeFlags(const std::vector<std::string>
       }
     } else if (flag == "--with-nutcracker") {
       o.with_nutcracker = true;
+    } else if (flag == "--replicas") {
+      if (!value(&v)) {
+        return std::nullopt;
+      }
+      o.replicas.clear();
+      for (const auto& part : splitComma(v)) {
+        uint32_t r = 0;
+        if (!parseInteger(part, &r) || r < 1 || r > 8) {
+          *error = "--replicas: '" + part + "' is not a replica count in [1, 8]";
+          return std::nullopt;
+        }
+        if (std::find(o.replicas.begin(), o.replicas.end(), r) == o.replicas.end()) {
+          o.replicas.push_back(r);
+        }
+      }
+      if (o.replicas.empty()) {
+        *error = "--replicas: empty list";
+        return std::nullopt;
+      }
     } else if (flag == "--warmup") {
       o.warmup = true;
     } else if (flag == "--warmup-window") {
@@ -397,6 +462,16 @@ std::optional<StampedeOptions> parseStampedeFlags(const std::vector<std::string>
     if (o.warmup_window_ms == 0) {
       o.warmup_window_ms =
           (static_cast<uint32_t>(std::ceil(o.after_s)) + kWarmupWindowMarginS) * 1000;
+    }
+  }
+  for (uint32_t r : o.replicas) {
+    for (Scenario s : o.scenarios) {
+      if (r > serversAfter(s, o.backends)) {
+        *error = "--replicas " + std::to_string(r) + ": scenario " +
+                 std::string(scenarioName(s)) + " leaves " +
+                 std::to_string(serversAfter(s, o.backends)) + " servers";
+        return std::nullopt;
+      }
     }
   }
   if (!o.given_servers.empty()) {

@@ -32,10 +32,13 @@ uint32_t serversAfter(Scenario s, uint32_t n);
 // empty, so that the reload only has to change the config).
 uint32_t backendsNeeded(Scenario s, uint32_t n);
 // Fraction of keys that change server (crash: that are lost) in theory, for an ideal
-// distribution; modula moves all but those whose hash agrees mod both sizes.
-double theoryMovedFraction(Scenario s, std::string_view distribution, uint32_t n);
+// distribution; modula moves all but those whose hash agrees mod both sizes. With replicas
+// R > 1 a key "moves" when its set of servers changes (crash: when no copy survives, so 0);
+// -1 where there is no simple formula (modula, and double, with R > 1).
+double theoryMovedFraction(Scenario s, std::string_view distribution, uint32_t n,
+                           uint32_t replicas = 1);
 // The sentence that goes with it in reports.
-std::string theoryText(Scenario s, uint32_t n);
+std::string theoryText(Scenario s, uint32_t n, uint32_t replicas = 1);
 
 struct StampedeOptions {
   std::vector<Scenario> scenarios = {Scenario::Add};
@@ -53,6 +56,9 @@ struct StampedeOptions {
   uint64_t seed = 1;
   uint32_t timeout_ms = 1000;  // a request unanswered this long fails its connection
   uint32_t proxy_threads = 1;  // mcring --threads
+  // --replicas LIST: each distribution runs once per count, the pool config saying
+  // `replicas: R` (omitted for 1). Runs with R > 1 are labelled DIST+rR.
+  std::vector<uint32_t> replicas = {1};
   bool quick = false;
   bool with_nutcracker = false;
   // --warmup: each distribution runs twice against mcring, without and with the pool's warm

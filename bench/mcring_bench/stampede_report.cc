@@ -58,8 +58,12 @@ std::string findGnuplot() {
 
 // What the first second would show if no key were refilled: gets of keys that stayed still hit,
 // so the baseline times the request-weighted share of keys that did not move.
+// With replicas > 1 a key "moves" when its set changes, which need not make its read miss (the
+// new primary may have held a copy), so there is no such estimate, but for a crash, where a
+// moved key is one with no live copy left.
 double expectedFirstSecond(const StampedeRun& r) {
-  if (r.hit_ratio_before < 0 || r.moved_weighted < 0) {
+  if (r.hit_ratio_before < 0 || r.moved_weighted < 0 ||
+      (r.replicas > 1 && r.scenario != Scenario::Crash)) {
     return -1;
   }
   return r.hit_ratio_before * (1 - r.moved_weighted);
@@ -159,7 +163,14 @@ std::string markdownTable(const StampedeOptions& options, Scenario scenario,
                           const std::vector<StampedeRun>& runs) {
   std::ostringstream md;
   md << "### " << scenarioName(scenario) << ": " << scenarioText(scenario) << "\n\n";
-  md << "Theory: " << theoryText(scenario, options.backends) << ".\n\n";
+  md << "Theory: " << theoryText(scenario, options.backends) << ".";
+  for (uint32_t replicas : options.replicas) {
+    if (replicas > 1) {
+      md << " With replicas " << replicas << " (`DIST+r" << replicas
+         << "`): " << theoryText(scenario, options.backends, replicas) << ".";
+    }
+  }
+  md << "\n\n";
   md << "| proxy | distribution | hit ratio before | first second after | without refill "
         "(expected) | minimum | recovery to 95% (s) | moved, backends | moved, `mcring route` | "
         "theory | errors after | change took (ms) |\n";
@@ -207,6 +218,50 @@ std::string markdownTable(const StampedeOptions& options, Scenario scenario,
   if (!notes.empty()) {
     md << "\nErrors:\n" << notes;
   }
+  // The figure the experiment is about, one line per run: the first second against the baseline.
+  std::string firsts;
+  for (const StampedeRun& r : runs) {
+    if (r.scenario != scenario || !r.error.empty()) {
+      continue;
+    }
+    firsts += "- " + r.proxy + " " + r.shownDistribution() + ": " + fixed(r.hit_ratio_after, 3) +
+              " in the first second after, against " + fixed(r.hit_ratio_before, 3) + " before";
+    if (r.hit_ratio_before > 0 && r.hit_ratio_after >= 0) {
+      char text[96];
+      std::snprintf(text, sizeof(text), ": %.1f%% of the baseline (%+.1f points)",
+                    100 * r.hit_ratio_after / r.hit_ratio_before,
+                    100 * (r.hit_ratio_after - r.hit_ratio_before));
+      firsts += text;
+    }
+    firsts += "\n";
+  }
+  if (!firsts.empty()) {
+    md << "\nFirst second after the change against the baseline:\n" << firsts;
+  }
+  // What the runs cost: writes the backends saw per client write, and the proxy's CPU.
+  std::ostringstream cost;
+  for (const StampedeRun& r : runs) {
+    if (r.scenario != scenario || !r.error.empty()) {
+      continue;
+    }
+    cost << "| " << r.proxy << " | " << r.shownDistribution() << " | " << r.replicas << " | "
+         << r.warm_client_sets << " | " << r.warm_backend_writes << " | "
+         << fixed(r.warmWriteAmplification(), 3) << " | " << r.load_client_writes << " | "
+         << r.load_backend_writes << " | " << fixed(r.loadWriteAmplification(), 3) << " | "
+         << fixed(r.proxyUsPerWarmSet(), 2) << " | " << r.load_requests << " | "
+         << fixed(r.proxyUsPerLoadRequest(), 2) << " | " << fixed(r.proxyUsPerRequestBefore(), 2)
+         << " | " << fixed(r.proxyUsPerRequestAfter(), 2) << " |\n";
+  }
+  if (!cost.str().empty()) {
+    md << "\nCost (backend writes from the backends' own `stats`: cmd_set, deletes, incr/decr, "
+          "touches; the crashed backend's read just before the kill. Proxy CPU: utime + stime "
+          "from /proc over the warm-up and over the load, per client request):\n\n";
+    md << "| proxy | distribution | replicas | warm-up sets | backend writes | write "
+          "amplification | load: client writes | backend writes | write amplification | proxy "
+          "CPU us / warm-up set | load requests | proxy CPU us / request | before the change | "
+          "after |\n";
+    md << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" << cost.str();
+  }
   return md.str();
 }
 
@@ -250,6 +305,11 @@ std::string jsonReport(const StampedeOptions& options, const std::vector<Stamped
      << ",\"proxy_threads\":" << options.proxy_threads << ",\"hash\":" << jsonString(options.hash)
      << ",\"warmup\":" << (options.warmup ? "true" : "false")
      << ",\"warmup_window_ms\":" << (options.warmup ? options.warmup_window_ms : 0)
+     << ",\"replicas\":[";
+  for (size_t i = 0; i < options.replicas.size(); ++i) {
+    js << (i ? "," : "") << options.replicas[i];
+  }
+  js << "]"
      << ",\"out\":" << jsonString(options.out_dir) << "},\"runs\":[";
   bool first = true;
   for (const StampedeRun& r : runs) {
@@ -276,7 +336,26 @@ std::string jsonReport(const StampedeOptions& options, const std::vector<Stamped
          << r.error_kinds[i];
     }
     js << "},\"unsent\":" << r.unsent << ",\"refills_dropped\":" << r.refills_dropped
-       << ",\"csv\":" << jsonString(r.csv_path);
+       << ",\"csv\":" << jsonString(r.csv_path) << ",\"replicas\":" << r.replicas
+       << ",\"hit_ratio_after_share_of_before\":"
+       << jsonNumber(r.hit_ratio_before > 0 && r.hit_ratio_after >= 0
+                         ? r.hit_ratio_after / r.hit_ratio_before
+                         : -1)
+       << ",\"warm_client_sets\":" << r.warm_client_sets
+       << ",\"warm_backend_writes\":" << r.warm_backend_writes
+       << ",\"write_amplification_warm\":" << jsonNumber(r.warmWriteAmplification())
+       << ",\"load_client_writes\":" << r.load_client_writes
+       << ",\"load_backend_writes\":" << r.load_backend_writes
+       << ",\"write_amplification_load\":" << jsonNumber(r.loadWriteAmplification())
+       << ",\"load_requests\":" << r.load_requests
+       << ",\"proxy_cpu_warm_s\":" << jsonNumber(r.proxy_cpu_warm_s, 3)
+       << ",\"proxy_cpu_load_s\":" << jsonNumber(r.proxy_cpu_load_s, 3)
+       << ",\"proxy_cpu_us_per_warm_set\":" << jsonNumber(r.proxyUsPerWarmSet(), 3)
+       << ",\"proxy_cpu_us_per_request\":" << jsonNumber(r.proxyUsPerLoadRequest(), 3)
+       << ",\"load_requests_before\":" << r.load_requests_before
+       << ",\"proxy_cpu_before_s\":" << jsonNumber(r.proxy_cpu_before_s, 3)
+       << ",\"proxy_cpu_us_per_request_before\":" << jsonNumber(r.proxyUsPerRequestBefore(), 3)
+       << ",\"proxy_cpu_us_per_request_after\":" << jsonNumber(r.proxyUsPerRequestAfter(), 3);
     if (!r.error.empty()) {
       js << ",\"error\":" << jsonString(r.error);
     }
@@ -343,7 +422,8 @@ std::vector<std::string> plotScenario(const StampedeOptions& options, Scenario s
     if (r.scenario != scenario || !r.error.empty() || r.csv_path.empty()) {
       continue;
     }
-    const std::string twin = r.proxy + "-" + r.distribution;
+    const std::string twin =
+        r.proxy + "-" + r.distribution + "-r" + std::to_string(r.replicas);
     auto it = std::find(colors.begin(), colors.end(), twin);
     if (it == colors.end()) {
       it = colors.insert(colors.end(), twin);

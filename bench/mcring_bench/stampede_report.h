@@ -31,6 +31,7 @@ struct StampedeRun {
   std::string proxy;  // "mcring" or "nutcracker"
   std::string distribution;
   bool warmup = false;  // mcring with `warmup_window` in the pool config (--warmup)
+  uint32_t replicas = 1;  // the pool's `replicas` (--replicas)
   Scenario scenario = Scenario::Add;
   uint32_t servers_before = 0;
   uint32_t servers_after = 0;
@@ -56,8 +57,52 @@ struct StampedeRun {
   std::string csv_path;
   std::string error;  // non-empty: the run failed (and says why)
 
-  // The distribution as the table and the plot show it: `ketama+warmup` for a warm-up run.
-  std::string shownDistribution() const { return distribution + (warmup ? "+warmup" : ""); }
+  // What replication costs (--replicas), -1 when not measured. Backend writes are the backends'
+  // own `stats` (cmd_set + deletes + incr/decr + touches); the crashed backend's are read just
+  // before the kill. CPU is the proxy's utime + stime from /proc/PID/stat.
+  uint64_t warm_client_sets = 0;       // warm-up sets through the proxy (every key once)
+  uint64_t warm_backend_writes = 0;    // what the backends counted over the warm-up
+  uint64_t load_client_writes = 0;     // refill sets ended over the load (before and after t0)
+  uint64_t load_backend_writes = 0;    // what the backends counted over the load
+  uint64_t load_requests = 0;          // client requests ended over the load (gets and sets)
+  uint64_t load_requests_before = 0;   // ... of which before the change (t0)
+  double proxy_cpu_warm_s = -1;        // the proxy's CPU over the warm-up
+  double proxy_cpu_load_s = -1;        // ... over the load
+  double proxy_cpu_before_s = -1;      // ... over the load before the change
+  double warmWriteAmplification() const {
+    return warm_client_sets == 0 ? -1
+                                 : static_cast<double>(warm_backend_writes) / warm_client_sets;
+  }
+  double loadWriteAmplification() const {
+    return load_client_writes == 0 ? -1
+                                   : static_cast<double>(load_backend_writes) / load_client_writes;
+  }
+  double proxyUsPerWarmSet() const {
+    return proxy_cpu_warm_s < 0 || warm_client_sets == 0 ? -1
+                                                         : proxy_cpu_warm_s * 1e6 / warm_client_sets;
+  }
+  double proxyUsPerLoadRequest() const {
+    return proxy_cpu_load_s < 0 || load_requests == 0 ? -1
+                                                       : proxy_cpu_load_s * 1e6 / load_requests;
+  }
+  double proxyUsPerRequestBefore() const {
+    return proxy_cpu_before_s < 0 || load_requests_before == 0
+               ? -1
+               : proxy_cpu_before_s * 1e6 / load_requests_before;
+  }
+  double proxyUsPerRequestAfter() const {
+    const uint64_t after = load_requests - load_requests_before;
+    return proxy_cpu_before_s < 0 || proxy_cpu_load_s < 0 || after == 0
+               ? -1
+               : (proxy_cpu_load_s - proxy_cpu_before_s) * 1e6 / after;
+  }
+
+  // The distribution as the table and the plot show it: `ketama+warmup` for a warm-up run,
+  // `ketama+r2` for replicas 2.
+  std::string shownDistribution() const {
+    return distribution + (warmup ? "+warmup" : "") +
+           (replicas > 1 ? "+r" + std::to_string(replicas) : "");
+  }
   // The run's name in file names, the plot's key and progress: `ketama`, `ketama+warmup`,
   // `nutcracker-ketama`.
   std::string label() const {

@@ -571,6 +571,15 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       in.drain(n);
       replicaAnswered(*r, f.fragment, server_);
       return Step::Done;
+    case Delivery::ReplicaInvalidate:
+      if (rep.isListItem() || rep.data_length > 0) {
+        return Step::Desync;
+      }
+      if (rep.kind != ReplyKind::MetaHit && rep.kind != ReplyKind::MetaNotFound) {
+        server_.missedWrite();
+      }
+      in.drain(n);
+      return Step::Done;
     case Delivery::ReturnFlush:
       if (rep.isListItem() || rep.data_length > 0) {
         return Step::Desync;
@@ -737,6 +746,9 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
       case Delivery::ReturnFlush:
         server_.endReturnFlush(r->return_flush_mark, false, backendFailureName(why));
         break;
+      case Delivery::ReplicaInvalidate:
+        server_.missedWrite();
+        break;
       case Delivery::Fragment:
         if (r->replica_read) {
           failFragment(*r, r->fragments[f.fragment], why, {});
@@ -846,7 +858,40 @@ void BackendConnection::closeUnexpectedly(BackendFailure why) {
     }
   }
   if (!failed.empty()) {
+    if (why == BackendFailure::ConnectionClosed) {
+      invalidateFailedReplicaWrites(failed);
+    }
     failEach(failed, why);
+  }
+}
+
+// Replicated writes memcached closed the connection under may or may not have been applied:
+// rather than marking the whole server stale (a flush when it is next reached), their keys are
+// deleted there on a fresh connection, which memcached reads after the closed one. If that
+// cannot even start, or the md fails, the server is marked stale after all (return_flush).
+void BackendConnection::invalidateFailedReplicaWrites(const std::deque<InFlight>& failed) {
+  for (const InFlight& f : failed) {
+    PendingRequest* r = f.req;
+    if (f.delivery != Delivery::ReplicaWrite || r->replica_key.empty() ||
+        f.fragment >= r->replica_count) {
+      continue;
+    }
+    if (state_ == State::Closed && !ensureConnected()) {
+      return;
+    }
+    WorkerContext& w = server_.worker();
+    PendingRequest* md = w.requests().acquire();
+    md->refs = 1;
+    md->fragments_left = 1;
+    md->noreply = true;
+    md->command = protocol::Command::MetaDelete;
+    net::Buffer& out = output();
+    out.append("md ");
+    out.append(r->replica_key);
+    out.append(r->replica_key_b64 ? " b\r\n" : "\r\n");
+    expect(md, 0, Delivery::ReplicaInvalidate, Expect::OneUnit, r->replica_key.size() + 5);
+    w.requests().release(md);
+    r->replica_invalidated |= static_cast<uint8_t>(1u << f.fragment);
   }
 }
 

@@ -42,6 +42,8 @@ enum class Delivery : uint8_t {
   ReplicaWrite,
   // return_flush (server_freshness.h): the flush_all of a server that missed writes.
   ReturnFlush,
+  // The `md` of a replicated write's key whose connection memcached closed under it (detached).
+  ReplicaInvalidate,
 };
 
 class BackendConnection : public net::ConnectionHandler {
@@ -122,6 +124,7 @@ class BackendConnection : public net::ConnectionHandler {
                     std::string_view error_line);
   void markReadMiss(PendingRequest& r);
   void markReadError(PendingRequest& r);
+  void invalidateFailedReplicaWrites(const std::deque<InFlight>& failed);
   void failAll(BackendFailure why);
   void failEach(std::deque<InFlight>& failed, BackendFailure why);
   // The server closed this connection (or its replies stopped making sense) while it was

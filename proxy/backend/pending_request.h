@@ -216,6 +216,11 @@ struct PendingRequest {
   std::array<std::string, kReplicaSlots> replica_units;  // each replica's reply bytes
   std::string replica_followup;  // cas: the plain set (line and data) for the other replicas
   uint64_t return_flush_mark = 0;  // a return flush_all: the missed-write count it covers
+  // The key as sent (base64 text with replica_key_b64), for the `md` that replaces a flush when
+  // memcached closed the connection under the write (BackendConnection::closeUnexpectedly).
+  std::string replica_key;
+  bool replica_key_b64 = false;
+  uint8_t replica_invalidated = 0;  // bit i: replica i gets an md instead of being marked stale
 
   // Read failover (dispatch/failover.h): a read of a pool with replicas > 1. A Direct one (mg)
   // keeps what it needs to go again to the key's next replica. Never streamed (rewrites).
@@ -271,7 +276,9 @@ struct PendingRequest {
       }
       replica_count = 0;
       replica_followup.clear();
+      replica_key.clear();
     }
+    replica_invalidated = 0;
     replica_all = false;
     replica_cas = false;
     replica_quiet = false;

@@ -135,7 +135,9 @@ void replicaFailed(PendingRequest& r, uint32_t i, BackendFailure why, BackendSer
   r.replica_outcome[i] = ReplicaOutcome::Failed;
   r.replica_failure[i] = why;
   stats::bump(server.stats().replica_write_failures);
-  server.missedWrite();
+  if ((r.replica_invalidated & (1u << i)) == 0) {
+    server.missedWrite();
+  }
 }
 
 uint32_t pendingReplicas(const PendingRequest& r) {

@@ -36,7 +36,9 @@ void usage(FILE* out) {
                "Usage: mcring plan OLD.yml NEW.yml [--pool NAME] [--json]\n"
                "Predicts which share of keys changes server when OLD is replaced by NEW: the\n"
                "moved fraction, where the moving keys go, and each server's share before and\n"
-               "after, beside what modula would move for the same change.\n"
+               "after, beside what modula would move for the same change. When a side has\n"
+               "replicas > 1, also the share of keys whose replica set changes and each\n"
+               "server's replica-set membership gained and lost.\n"
                "  --pool NAME  only this pool (default: every pool present in both files)\n"
                "  --json       machine-readable output\n"
                "  -h, --help   this help\n");
@@ -68,6 +70,26 @@ std::string methodNote(const routing::MigrationPlan& p) {
       return "estimate: old and new placement unrelated (random, or the hash changed)";
   }
   return "";
+}
+
+std::string replicaMethodNote(const routing::ReplicaPlan& r) {
+  switch (r.method) {
+    case routing::MigrationMethod::Exact:
+      return "exact";
+    case routing::MigrationMethod::Sampled:
+      return "estimate, sampled at " + std::to_string(r.samples) + " hash values";
+    case routing::MigrationMethod::Independent:
+      return "estimate: old and new sets unrelated (random, or the hash changed), sampled at " +
+             std::to_string(r.samples) + " hash values";
+  }
+  return "";
+}
+
+std::string replicasLabel(const routing::ReplicaPlan& r) {
+  return r.replicas_before == r.replicas_after
+             ? "replicas " + std::to_string(r.replicas_after)
+             : "replicas " + std::to_string(r.replicas_before) + " -> " +
+                   std::to_string(r.replicas_after);
 }
 
 std::string percent(double f) {
@@ -166,6 +188,30 @@ void renderPoolHuman(const config::PoolChangePlan& pp, std::string* out) {
   }
   *out += moved.render("  ", "lrl") + "\n";
 
+  // Replica sets: only when a side keeps more than one copy (otherwise a set is its primary).
+  const routing::ReplicaPlan* rp = pp.replicas ? &*pp.replicas : nullptr;
+  const routing::ReplicaPlan* rm =
+      rp != nullptr && compare && pp.modula_replicas ? &*pp.modula_replicas : nullptr;
+  if (rp != nullptr) {
+    *out += "  Replica sets (" + replicasLabel(*rp) +
+            "): a key's servers, primary first, as `mcring route` prints them;\n"
+            "  a set changed when a server left or joined it:\n";
+    Table r;
+    r.row({"Sets changed:", percent(rp->changed), dist + ", " + replicaMethodNote(*rp)});
+    if (rm != nullptr) {
+      r.row({"", percent(rm->changed),
+             "if the pool used modula (for comparison), " + replicaMethodNote(*rm)});
+    }
+    r.row({"Order only:", percent(rp->order_only),
+           "same servers, another primary or failover order"});
+    r.row({"No copy kept:", percent(rp->none_kept),
+           "no server of the old set is in the new one (every copy cold)"});
+    if (rm != nullptr) {
+      r.row({"", percent(rm->none_kept), "if the pool used modula"});
+    }
+    *out += r.render("    ", "lrl") + "\n";
+  }
+
   // Moves: the union of both plans' moved cells, by server pair.
   std::map<std::pair<uint32_t, uint32_t>, std::pair<double, double>> moves;
   for (const auto& c : p.cells()) {
@@ -258,6 +304,47 @@ void renderPoolHuman(const config::PoolChangePlan& pp, std::string* out) {
     t.row(r);
   }
   *out += t.render("    ", "l") + "\n";
+
+  if (rp != nullptr) {
+    *out += "  Replica-set membership per server (share of all keys whose set holds it, summing to\n"
+            "  the replica count; lost/gained: keys whose set it leaves/joins, copies to fill):\n";
+    Table m;
+    std::vector<std::string> mgroup = {"", dist, "", "", ""};
+    std::vector<std::string> mheader = {"SERVER", "before", "after", "lost", "gained"};
+    if (rm != nullptr) {
+      mgroup.insert(mgroup.end(), {"modula", "", "", ""});
+      mheader.insert(mheader.end(), {"before", "after", "lost", "gained"});
+    }
+    m.row(mgroup);
+    m.row(mheader);
+    // ReplicaPlan::servers follows planServerRows' order (old side, then the new side's added).
+    auto shareOf = [](const routing::ReplicaPlan& plan, const std::string& id)
+        -> const routing::ReplicaServerShare* {
+      for (const auto& s : plan.servers) {
+        if (s.id == id) {
+          return &s;
+        }
+      }
+      return nullptr;
+    };
+    auto cells = [&](const routing::ReplicaPlan& plan, const config::PlanServerRow& s,
+                     std::vector<std::string>* row) {
+      const routing::ReplicaServerShare* x = shareOf(plan, s.id);
+      row->push_back(s.before && x ? percent(x->before) : "-");
+      row->push_back(s.after && x ? percent(x->after) : "-");
+      row->push_back(s.before && x ? percent(x->lost) : "-");
+      row->push_back(s.after && x ? percent(x->gained) : "-");
+    };
+    for (const auto& s : servers) {
+      std::vector<std::string> row = {s.id + (!s.before ? " (new)" : !s.after ? " (gone)" : "")};
+      cells(*rp, s, &row);
+      if (rm != nullptr) {
+        cells(*rm, s, &row);
+      }
+      m.row(row);
+    }
+    *out += m.render("    ", "l") + "\n";
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -453,6 +453,8 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
   r->replica_cas = cas && n > 1;
   r->replica_session = src_->id();
   r->replica_topology = pool_->topology.get();
+  r->replica_key.assign(req_->keys[0].in(line));
+  r->replica_key_b64 = req_->key_base64;
   r->fragments_left = 0;
   countForBackend(*pool_->by_index[set[0]], key);
   if (pool_->warmup) {

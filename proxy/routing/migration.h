@@ -70,4 +70,46 @@ MigrationPlan planMigration(const Router& before, std::span<const std::string> b
                             const Router& after, std::span<const std::string> after_ids,
                             const MigrationOptions& options = {});
 
+// What a change does to replica sets (Router::preferenceList with each side's `replicas`): the
+// share of the key-hash space whose set of servers (by identity) changes, and per server the
+// share of the space whose set it joins or leaves. Meaningful when a side has replicas > 1; with
+// replicas 1 on both sides it repeats MigrationPlan (a set is its primary).
+struct ReplicaServerShare {
+  std::string id;       // identity; the old side's servers in order, then the new side's added ones
+  double before = 0;    // share of the hash space whose old set holds it (all servers sum to R)
+  double after = 0;     // ... whose new set holds it
+  double lost = 0;      // ... whose old set holds it and new set does not
+  double gained = 0;    // ... whose new set holds it and old set did not (copies to fill)
+};
+
+struct ReplicaPlan {
+  // Exact: ketama -> ketama over the pieces of the union of both rings (a replica set depends
+  // only on the first point at or above the hash), modula / maglev over the residues of
+  // lcm(table sizes). Sampled: ReplicaOptions::samples evenly spaced hashes (stratified, as
+  // MigrationPlan). Independent: the hash changes (or a side is random), so old and new sets are
+  // drawn from independent hashes (sampled too; an estimate).
+  MigrationMethod method = MigrationMethod::Exact;
+  uint64_t samples = 0;           // hashes evaluated (Sampled, Independent)
+  uint32_t replicas_before = 1;   // each side's Router options().replicas
+  uint32_t replicas_after = 1;
+  double changed = 0;     // share whose replica set changes as a set (a member leaves or joins)
+  double order_only = 0;  // share whose set is the same but in another order (primary or failover)
+  double none_kept = 0;   // share whose new set holds no server of the old one (every copy cold)
+  std::vector<ReplicaServerShare> servers;
+};
+
+struct ReplicaOptions {
+  uint32_t samples = uint32_t{1} << 20;
+  uint64_t max_exact_residues = uint64_t{1} << 22;
+  // Rendezvous costs O(servers) per set: samples are cut to about this many server evaluations
+  // per side (at least 2^16 samples), so a 1,000-server what-if stays well under a second.
+  uint64_t max_sample_work = uint64_t{1} << 27;
+  bool exact = true;  // false: sample even where exact counting applies (to cross-check it)
+};
+
+// The replica-set plan for changing from `before` to `after` (ids as for planMigration).
+ReplicaPlan planReplicaSets(const Router& before, std::span<const std::string> before_ids,
+                            const Router& after, std::span<const std::string> after_ids,
+                            const ReplicaOptions& options = {});
+
 }  // namespace mcring::routing

@@ -11,8 +11,9 @@ import re
 import time
 import unittest
 
-from harness import (HOST, Conn, IntegrationCase, Mcring, Memcached, make_tmpdir,
-                     remove_tmpdir, requires_proxy, server_line, set_many_raw, spread_keys)
+from harness import (HOST, Conn, IntegrationCase, Mcring, Memcached, make_tmpdir, pool_yaml,
+                     remove_tmpdir, requires_proxy, run_mcring, server_line, set_many_raw,
+                     spread_keys)
 
 TOKEN = "console-admin-token-0123456789abcdef"
 
@@ -147,6 +148,49 @@ class ConsoleEndpointsTest(IntegrationCase):
         self.assertEqual(status, 400)
         self.assertIn("line 1", json.loads(body)["error"])
         self.assertEqual(request(port, "POST", "/whatif/nope", {}, listing)[0], 404)
+
+
+@requires_proxy
+class WhatIfReplicasTest(IntegrationCase):
+    """With replicas: 2 the what-if also answers the replica sets, exactly as `mcring plan`."""
+
+    def setUp(self):
+        super().setUp()
+        self.tmp = make_tmpdir()
+        self.backends = [Memcached() for _ in range(3)]
+        self.servers = [server_line(b.addr, 1, "mc%d" % i) for i, b in enumerate(self.backends)]
+        self.mc = Mcring(self.servers, self.tmp, extra={"replicas": 2})
+
+    def tearDown(self):
+        self.mc.stop()
+        for b in self.backends:
+            b.stop()
+        remove_tmpdir(self.tmp)
+        super().tearDown()
+
+    def test_whatif_replica_sets_match_plan(self):
+        listing = self.servers + ["127.0.0.1:1:1 mc3"]
+        status, _, body = request(self.mc.admin_port, "POST", "/whatif/" + self.mc.pool, {},
+                                  "\n".join(listing).encode())
+        self.assertEqual(status, 200, body)
+        answer = json.loads(body)
+        files = []
+        for name, servers in (("old.yml", self.servers), ("new.yml", listing)):
+            files.append(os.path.join(self.tmp, name))
+            with open(files[-1], "w") as f:
+                f.write(pool_yaml(self.mc.pool, self.mc.port, servers, self.mc.hash,
+                                  self.mc.distribution, self.mc.timeout_ms, {"replicas": 2}))
+        r = run_mcring(["plan"] + files + ["--json"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        plan = json.loads(r.stdout)["pools"][0]
+        for side in ("plan", "modula"):
+            self.assertEqual(answer[side], plan[side], side)
+        sets = answer["plan"]["replica_sets"]
+        self.assertEqual((sets["replicas_before"], sets["replicas_after"], sets["method"]),
+                         (2, 2, "exact"))
+        # 3 -> 4 servers: the new one joins about 2/4 of the sets and every set keeps a copy.
+        self.assertGreater(sets["changed"], 0.3)
+        self.assertEqual(sets["none_kept"], 0)
 
 
 if __name__ == "__main__":

@@ -33,10 +33,13 @@ def wait_until(pred, timeout=15.0, step=0.05, what="condition"):
 
 class ReplicationCase(IntegrationCase):
 
+    THREADS = None  # worker threads (None: mcring's default)
+
     def start(self, replicas=2, n=3, timeout_ms=1000, extra=None):
         extra = dict(extra or {})
         extra.setdefault("replicas", replicas)
-        self.cl = self.cluster(n_backends=n, timeout_ms=timeout_ms, extra=extra)
+        args = ("--threads", str(self.THREADS)) if self.THREADS else ()
+        self.cl = self.cluster(n_backends=n, timeout_ms=timeout_ms, extra=extra, args=args)
         self.port = self.cl.port
         return self.cl
 
@@ -81,7 +84,10 @@ class TestWrites(ReplicationCase):
             return self.cl.backends[i].get(k)
 
         def both(v):
-            self.assertEqual([on(i) for i in rs], [v, v], "replicas of %r" % k)
+            # replica_write_reply: primary answers once the primary did: the other replica's
+            # write may still be on its way.
+            wait_until(lambda: [on(i) for i in rs] == [v, v], timeout=10,
+                       what="%r on both replicas of %r" % (v, k))
             self.assertIsNone(on(other), "non-replica holds %r" % k)
 
         self.assertEqual(c.request(set_cmd(k, b"one")), b"STORED\r\n")
@@ -123,7 +129,8 @@ class TestWrites(ReplicationCase):
         r = c.request(b"get " + b" ".join(keys[1:]) + b"\r\n")
         self.assertEqual([v[0] for v in parse_values(r)], keys[1:])
         for kk in keys[1:]:
-            self.assertEqual(sorted(self.holders(kk)), sorted(sets[kk]))
+            wait_until(lambda: sorted(self.holders(kk)) == sorted(sets[kk]), timeout=10,
+                       what="%r on its replicas" % kk)
 
     def _add_where_replica_has_it(self, policy):
         self.start(extra={"replica_write_reply": policy})
@@ -204,6 +211,8 @@ class TestWrites(ReplicationCase):
         primary, second = sets[k]
         c = self.conn(self.port)
         self.assertEqual(c.request(set_cmd(k, b"first", flags=7)), b"STORED\r\n")
+        wait_until(lambda: self.cl.backends[second].get(k) == b"first", timeout=10,
+                   what="the set at the second replica")
         # gets returns the primary's unique.
         (_, v, flags, unique), = parse_values(c.request(b"gets " + k + b"\r\n"))
         with self.cl.backends[primary].conn() as d:
@@ -238,7 +247,8 @@ class TestWrites(ReplicationCase):
         with self.cl.backends[second].conn() as d:
             self.assertEqual(d.request(set_cmd(k, b"500")), b"STORED\r\n")
         self.assertEqual(c.request(b"incr " + k + b" 1\r\n"), b"101\r\n")
-        self.assertEqual(self.cl.backends[second].get(k), b"501")
+        wait_until(lambda: self.cl.backends[second].get(k) == b"501", timeout=10,
+                   what="the incr at the second replica")
 
 
 class TestReadFailover(ReplicationCase):
@@ -328,12 +338,32 @@ class TestReadFailover(ReplicationCase):
         got, mg = self._miss_at_primary(False)
         self.assertEqual((got, mg), (b"END\r\n", b"EN\r\n"))
 
+    def test_multiget_miss_failover_per_key(self):
+        self.start(extra={"read_failover_on_miss": "true"})
+        keys = spread_keys("mm", 30)
+        sets = self.replica_sets(keys)
+        where = {}
+        for j, k in enumerate(keys):
+            kind = j % 3  # 0: on the primary only, 1: on the second only, 2: nowhere
+            where[k] = kind
+            if kind < 2:
+                with self.cl.backends[sets[k][kind]].conn() as d:
+                    self.assertEqual(d.request(set_cmd(k, b"at%d" % kind)), b"STORED\r\n")
+        c = self.conn(self.port)
+        expected = b"".join(b"VALUE %s 0 3\r\nat%d\r\n" % (k, where[k])
+                            for k in keys if where[k] < 2) + b"END\r\n"
+        self.assertEqual(c.request(b"get " + b" ".join(keys) + b"\r\n"), expected)
+        st = self.backend_stats()
+        total = sum(self.bstat(st, i, "failover_reads") for i in range(3))
+        self.assertEqual(total, sum(1 for k in keys if where[k] > 0))  # one hop per primary miss
+
     def test_replicas_one_writes_one_server(self):
         self.start(replicas=1)
         keys = spread_keys("o", 20)
         c = self.conn(self.port)
         for k in keys:
             self.assertEqual(c.request(set_cmd(k, b"v")), b"STORED\r\n")
+        time.sleep(0.2)  # a copy mcring sent in the background would have landed (there is none)
         for k in keys:
             self.assertEqual(len(self.holders(k)), 1)
 
@@ -352,6 +382,122 @@ class TestReadFailover(ReplicationCase):
             res = run_mcring(["-t", "-c", path], timeout=10)
             self.assertNotEqual(res.returncode, 0, extra)
             self.assertIn(word, (res.stdout + res.stderr).decode(), extra)
+
+
+class _DroppingForwarder:
+    """A loopback TCP forwarder to a real memcached whose first `drops` connections are closed
+    as soon as they carry a request: memcached closing a connection under a write."""
+
+    def __init__(self, target_port, drops=1):
+        import socket
+        self.target = target_port
+        self.drops = drops
+        self.lsock = socket.socket()
+        self.lsock.bind((HOST, 0))
+        self.lsock.listen(16)
+        self.port = self.lsock.getsockname()[1]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        import socket
+        self.lsock.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                c, _ = self.lsock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                return
+            if self.drops > 0:
+                self.drops -= 1
+                threading.Thread(target=self._drop, args=(c,), daemon=True).start()
+            else:
+                threading.Thread(target=self._pipe, args=(c,), daemon=True).start()
+
+    @staticmethod
+    def _drop(c):
+        try:
+            c.settimeout(10)
+            c.recv(65536)
+        except OSError:
+            pass
+        c.close()
+
+    def _pipe(self, c):
+        import selectors
+        import socket
+        try:
+            u = socket.create_connection((HOST, self.target), timeout=5)
+        except OSError:
+            c.close()
+            return
+        sel = selectors.DefaultSelector()
+        sel.register(c, selectors.EVENT_READ, u)
+        sel.register(u, selectors.EVENT_READ, c)
+        try:
+            while not self.stop.is_set():
+                for key, _ in sel.select(0.2):
+                    d = key.fileobj.recv(65536)
+                    if not d:
+                        return
+                    key.data.sendall(d)
+        except OSError:
+            pass
+        finally:
+            c.close()
+            u.close()
+
+    def close(self):
+        self.stop.set()
+        self.lsock.close()
+        self.thread.join(5)
+
+
+class TestClosedUnderWrite(IntegrationCase):
+
+    def test_closed_connection_gets_an_md_not_a_flush(self):
+        """memcached closing a connection under a replicated write (it may or may not have
+        applied it): the key is deleted there on a fresh connection; the server is not flushed."""
+        from harness import Mcring, Memcached, server_line
+        a, b2 = Memcached(), Memcached()
+        self.addCleanup(a.stop)
+        self.addCleanup(b2.stop)
+        fwd = _DroppingForwarder(b2.port, drops=0)
+        self.addCleanup(fwd.close)
+        tmp = make_tmpdir()
+        self.addCleanup(remove_tmpdir, tmp)
+        mc = Mcring([server_line(a.addr), server_line("%s:%d" % (HOST, fwd.port))], tmp,
+                    extra={"replicas": 2})
+        self.addCleanup(mc.stop)
+        self.dump_log_on_failure(mc)
+        c = self.conn(mc.port)
+        # Both servers hold every key (replicas: 2 of 2). A value b2 keeps from before...
+        self.assertEqual(c.request(set_cmd(b"kc", b"old")), b"STORED\r\n")
+        wait_until(lambda: b2.get(b"kc") == b"old", timeout=10, what="the write at b2")
+        # b2 restarts (mcring's idle connection to it closes) and gets the old value and
+        # another key back directly; mcring's next connection is closed under its write.
+        b2.restart()
+        with b2.conn() as d:
+            self.assertEqual(d.request(set_cmd(b"kc", b"old")), b"STORED\r\n")
+            self.assertEqual(d.request(set_cmd(b"other", b"kept")), b"STORED\r\n")
+        key = "alpha:%s:%d:connections" % (HOST, fwd.port)
+
+        def closed():
+            with Conn(HOST, mc.port) as d:
+                return parse_stats(d.request(b"stats backends\r\n"))[key] == "0"
+        wait_until(closed, timeout=10, what="mcring seeing its idle connection closed")
+        fwd.drops = 1
+        reply = c.request(set_cmd(b"kc", b"new"))
+        self.assertEqual(reply, b"STORED\r\n")  # a's answer (primary policy)
+        wait_until(lambda: b2.get(b"kc") != b"old", timeout=10, what="the md at b2")
+        self.assertIsNone(b2.get(b"kc"))
+        self.assertEqual(b2.get(b"other"), b"kept")  # deleted, not flushed
+        with Conn(HOST, mc.port) as d:
+            st = parse_stats(d.request(b"stats backends\r\n"))
+        self.assertEqual(st["alpha:%s:%d:return_flushes" % (HOST, fwd.port)], "0")
+        self.assertGreaterEqual(int(st["alpha:%s:%d:replica_write_failures" % (HOST, fwd.port)]), 1)
 
 
 class TestEjectionReturn(ReplicationCase):
@@ -582,8 +728,9 @@ class TestChaos(ReplicationCase):
         def check_all():
             for i in range(0, len(keys), 100):
                 chunk = keys[i:i + 100]
-                got = {k: v for k, v, _f, _c in
-                       parse_values(c.request(b"get " + b" ".join(chunk) + b"\r\n", timeout=30))}
+                with Conn(HOST, self.port, timeout=30) as rc:  # new clients: several workers
+                    got = {k: v for k, v, _f, _c in
+                           parse_values(rc.request(b"get " + b" ".join(chunk) + b"\r\n"))}
                 for k in chunk:
                     self.assertEqual(got.get(k), model[k], "key %r" % k)
             return True
@@ -607,6 +754,12 @@ class TestChaos(ReplicationCase):
                              b"VA %d\r\n%s\r\n" % (len(model[k]), model[k]), k)
         with open(self.cl.proxy.log_path, "rb") as f:
             self.assertIn(b"flushed (flush_all) before serving reads", f.read())
+
+
+class TestChaosWorkers(TestChaos):
+    """The chaos cases with 3 worker threads: every worker's servers share one freshness state
+    (one flush per return, elected by compare-and-swap), and clients land on several workers."""
+    THREADS = 3
 
 
 if __name__ == "__main__":

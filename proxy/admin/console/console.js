@@ -371,6 +371,18 @@ async function runWhatIf(pool) {
     ` (${plan.distribution}, ${plan.method})`,
     modula && body.before.distribution !== "modula"
       ? el("span", {class: "muted", text: `; modula would move ${pct(modula.moved, 2)}`}) : null));
+  // replicas > 1 on a side: the share of keys whose replica set changes (a server left or joined).
+  const sets = plan.replica_sets;
+  if (sets) {
+    const label = sets.replicas_before === sets.replicas_after ? `replicas ${sets.replicas_after}`
+      : `replicas ${sets.replicas_before} → ${sets.replicas_after}`;
+    const ms = modula && body.before.distribution !== "modula" ? modula.replica_sets : null;
+    parts.whatifResult.append(el("div", {class: "result-fig"},
+      "Replica sets changed: ", el("b", {class: "whatif-sets-changed", text: pct(sets.changed, 2)}),
+      ` (${label}, ${sets.method}; no copy kept ${pct(sets.none_kept, 2)})`,
+      ms ? el("span", {class: "muted", text: `; modula would change ${pct(ms.changed, 2)}`})
+        : null));
+  }
   const own = el("tbody");
   for (const o of plan.ownership) {
     own.append(el("tr", {"data-whatif-server": o.server},

@@ -75,3 +75,32 @@ TEST_CASE("what-if: errors name the line; unknown pools and empty lists are refu
   CHECK(too_many.status == 400);
   CHECK(too_many.body.find("more than 1000") != std::string::npos);
 }
+
+TEST_CASE("what-if: with replicas 2 it also answers the replica sets, as `mcring plan` does") {
+  mcring::config::LoadResult loaded = mcring::config::loadConfigString(
+      "main:\n  listen: 127.0.0.1:22122\n  hash: fnv1a_64\n  distribution: ketama\n"
+      "  replicas: 2\n  servers:\n" + kFour);
+  REQUIRE(loaded.ok());
+  std::vector<std::string> errors;
+  auto t = mcring::config::Topology::build(*loaded.config, 1, &errors);
+  REQUIRE(t != nullptr);
+  auto a = planWhatIf(*t, "main", kFour + "    - 127.0.0.1:11215:1 e\n");
+  REQUIRE(a.status == 200);
+  // The primaries' plan first, then its replica sets; modula's too.
+  const auto sets = a.body.find("\"replica_sets\":{\"replicas_before\":2,\"replicas_after\":2,"
+                                "\"method\":\"exact\"");
+  REQUIRE(sets != std::string::npos);
+  CHECK(a.body.find("\"replica_sets\"", sets + 1) != std::string::npos);
+  const auto changed_at = a.body.find("\"changed\":", sets);
+  REQUIRE(changed_at != std::string::npos);
+  const double changed = std::stod(a.body.substr(changed_at + 10));
+  CHECK(changed > 0.3);  // about 2/5 of the sets take the fifth server
+  CHECK(changed < 0.5);
+  // Without replicas there is no such field (the JSON is what it was).
+  auto plain = planWhatIf(*topology(kFour), "main", kFour + "    - 127.0.0.1:11215:1 e\n");
+  CHECK(plain.body.find("replica_sets") == std::string::npos);
+  // A list too short for the pool's replicas is refused with the router's reason.
+  auto one = planWhatIf(*t, "main", "127.0.0.1:11211:1 a\n");
+  CHECK(one.status == 400);
+  CHECK(one.body.find("replicas is 2 but the pool has 1 server") != std::string::npos);
+}

@@ -61,6 +61,53 @@ grep -q "80.00%  if the pool used modula" "$tmp/human.txt" || fail "human output
 grep -q "10.0.0.5:11211 (new)" "$tmp/human.txt" || fail "human output does not mark the new server"
 grep -q "added: *10.0.0.5:11211" "$tmp/human.txt" || fail "human output does not list the added server"
 
+# --- Replicas: moved replica sets beside moved primaries (issue 17) ------------------------------
+# Without replicas nothing is added: the replica section exists only when a side has replicas > 1.
+grep -q '"replica_sets"' "$tmp/forward.json" && fail "replicas 1 plan has replica_sets"
+grep -q "Replica sets" "$tmp/human.txt" && fail "replicas 1 human output has a replica section"
+r10=$data/plan_replicas_ketama_10.yml
+r11=$data/plan_replicas_ketama_11.yml
+"$mcring" plan "$r10" "$r11" --json >"$tmp/replicas.json"
+"$mcring" plan "$data/plan_replicas_modula_10.yml" "$data/plan_replicas_modula_11.yml" --json \
+  >"$tmp/replicas_modula.json"
+"$python" - "$tmp/replicas.json" "$tmp/replicas_modula.json" <<'PY'
+import json, sys
+
+pool = json.load(open(sys.argv[1]))["pools"][0]
+plan, modula = pool["plan"], pool["modula"]
+rs, ms = plan["replica_sets"], modula["replica_sets"]
+assert rs["replicas_before"] == 2 and rs["replicas_after"] == 2, rs
+assert rs["method"] == "exact" and ms["method"] == "exact", (rs["method"], ms["method"])
+# Adding 1 server to 10 with replicas 2: the new server joins ~2/11 of the sets under ketama
+# (its arcs' share of set membership), nearly all sets change under modula.
+assert abs(rs["changed"] - 2 / 11) <= 0.03, f"ketama replica sets changed {rs['changed']:.4f}"
+assert ms["changed"] > 0.85, f"modula replica sets changed {ms['changed']:.4f}"
+assert rs["none_kept"] == 0 and rs["order_only"] == 0, rs
+# The primaries' plan is what it was.
+assert abs(plan["moved"] - 1 / 11) <= 0.02, plan["moved"]
+for r in (rs, ms):
+    assert abs(sum(m["before"] for m in r["membership"]) - 2) < 1e-9
+    assert abs(sum(m["after"] for m in r["membership"]) - 2) < 1e-9
+    assert abs(sum(m["gained"] for m in r["membership"]) - sum(m["lost"] for m in r["membership"])) < 1e-9
+new = next(m for m in rs["membership"] if m["server"] == "10.0.0.11:11211")
+assert new["before"] == 0 and abs(new["gained"] - rs["changed"]) < 1e-9, new
+assert all(m["gained"] == 0 for m in rs["membership"] if m["server"] != "10.0.0.11:11211")
+# Both sides modula: the comparison is the plan itself.
+only = json.load(open(sys.argv[2]))["pools"][0]
+assert only["plan"]["replica_sets"] == only["modula"]["replica_sets"]
+assert abs(only["plan"]["replica_sets"]["changed"] - ms["changed"]) < 1e-9
+print(f"replicas 2: ketama sets changed {rs['changed']:.4%}, modula {ms['changed']:.4%}")
+PY
+"$mcring" plan "$r10" "$r11" >"$tmp/replicas.txt"
+changed=$("$python" -c 'import json,sys; print("%.2f%%" % (100 * json.load(open(sys.argv[1]))["pools"][0]["plan"]["replica_sets"]["changed"]))' "$tmp/replicas.json")
+grep -q "Replica sets (replicas 2)" "$tmp/replicas.txt" || fail "no replica section"
+grep -q "Sets changed:  *$changed  ketama, exact" "$tmp/replicas.txt" ||
+  fail "human output lacks 'Sets changed: $changed ketama, exact'"
+grep -q "if the pool used modula (for comparison), exact" "$tmp/replicas.txt" ||
+  fail "human output lacks modula's replica sets"
+grep -q "Replica-set membership per server" "$tmp/replicas.txt" || fail "no membership table"
+grep -q "10.0.0.11:11211 (new)" "$tmp/replicas.txt" || fail "membership does not mark the new server"
+
 # --- Errors -------------------------------------------------------------------------------------
 set +e
 "$mcring" plan "$old" >/dev/null 2>&1
