@@ -569,7 +569,9 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         recordReplicaReply(*r, f.fragment, rep, in.contiguous(n));
       }
       in.drain(n);
-      replicaAnswered(*r, f.fragment, server_);
+      if (replicaAnswered(*r, f.fragment, server_)) {
+        sendReplicaInvalidate(*r, f.fragment);
+      }
       return Step::Done;
     case Delivery::ReplicaInvalidate:
       if (rep.isListItem() || rep.data_length > 0) {
@@ -879,20 +881,26 @@ void BackendConnection::invalidateFailedReplicaWrites(const std::deque<InFlight>
     if (state_ == State::Closed && !ensureConnected()) {
       return;
     }
-    WorkerContext& w = server_.worker();
-    PendingRequest* md = w.requests().acquire();
-    md->refs = 1;
-    md->fragments_left = 1;
-    md->noreply = true;
-    md->command = protocol::Command::MetaDelete;
-    net::Buffer& out = output();
-    out.append("md ");
-    out.append(r->replica_key);
-    out.append(r->replica_key_b64 ? " b\r\n" : "\r\n");
-    expect(md, 0, Delivery::ReplicaInvalidate, Expect::OneUnit, r->replica_key.size() + 5);
-    w.requests().release(md);
-    r->replica_invalidated |= static_cast<uint8_t>(1u << f.fragment);
+    sendReplicaInvalidate(*r, f.fragment);
   }
+}
+
+// An `md` of replica write r's key, detached (its reply is only checked: anything but HD or NF
+// marks the server stale after all, return_flush); replica i is then not marked stale for r.
+void BackendConnection::sendReplicaInvalidate(PendingRequest& r, uint32_t i) {
+  WorkerContext& w = server_.worker();
+  PendingRequest* md = w.requests().acquire();
+  md->refs = 1;
+  md->fragments_left = 1;
+  md->noreply = true;
+  md->command = protocol::Command::MetaDelete;
+  net::Buffer& out = output();
+  out.append("md ");
+  out.append(r.replica_key);
+  out.append(r.replica_key_b64 ? " b\r\n" : "\r\n");
+  expect(md, 0, Delivery::ReplicaInvalidate, Expect::OneUnit, r.replica_key.size() + 5);
+  w.requests().release(md);
+  r.replica_invalidated |= static_cast<uint8_t>(1u << i);
 }
 
 // Everything up to the previous replay is answered: send the next one (behind whatever was

@@ -125,6 +125,7 @@ class BackendConnection : public net::ConnectionHandler {
   void markReadMiss(PendingRequest& r);
   void markReadError(PendingRequest& r);
   void invalidateFailedReplicaWrites(const std::deque<InFlight>& failed);
+  void sendReplicaInvalidate(PendingRequest& r, uint32_t i);
   void failAll(BackendFailure why);
   void failEach(std::deque<InFlight>& failed, BackendFailure why);
   // The server closed this connection (or its replies stopped making sense) while it was

@@ -24,7 +24,7 @@ BackendServer::BackendServer(WorkerContext& worker, PoolRuntime& pool, std::stri
                              uint32_t connections)
     : worker_(worker), pool_(&pool), identity_(std::move(identity)), address_(address) {
   stats_ = worker_.backendStats().add(pool.name, identity_, name);
-  fresh_ = serverFreshness(pool.name, identity_);
+  fresh_ = serverFreshness(identity_);
   if (connections == 0) {
     connections = 1;
   }

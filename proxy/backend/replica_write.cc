@@ -111,21 +111,29 @@ uint32_t chosenReplica(const PendingRequest& r) {
 
 }  // namespace
 
-void replicaAnswered(PendingRequest& r, uint32_t i, BackendServer& server) {
+bool replicaAnswered(PendingRequest& r, uint32_t i, BackendServer& server) {
   if (i >= r.replica_count) {
-    return;
+    return false;
   }
   ReplicaOutcome& o = r.replica_outcome[i];
   if (o == ReplicaOutcome::Pending) {
     o = ReplicaOutcome::Success;  // meta q: the nominal reply was hidden
   }
+  bool invalidate = false;
   if (o == ReplicaOutcome::Error && r.replica_units[i].starts_with("SERVER_ERROR")) {
     stats::bump(server.stats().replica_write_failures);
-    server.missedWrite();  // it may still hold the value this write replaced
+    // It may still hold the value this write replaced (an append refused for memory keeps the
+    // old one): its copy of this key goes, not the server's whole contents.
+    if (r.replica_key.empty()) {
+      server.missedWrite();
+    } else {
+      invalidate = true;
+    }
   }
   if (i == 0 && r.replica_cas && o == ReplicaOutcome::Success && r.replica_count > 1) {
     sendFollowups(r, server);
   }
+  return invalidate;
 }
 
 void replicaFailed(PendingRequest& r, uint32_t i, BackendFailure why, BackendServer& server) {

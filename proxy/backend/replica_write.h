@@ -23,8 +23,11 @@ ReplicaOutcome classifyReplicaReply(const protocol::Reply& rep);
 void recordReplicaReply(PendingRequest& r, uint32_t i, const protocol::Reply& rep,
                         std::string_view unit);
 // Replica i's answer is whole: counts an error against `server`; a cas the primary stored now
-// goes to the other replicas (as a plain write, replica_followup).
-void replicaAnswered(PendingRequest& r, uint32_t i, BackendServer& server);
+// goes to the other replicas (as a plain write, replica_followup). True if replica i answered
+// SERVER_ERROR (too large, out of memory): it may still hold the value this write replaced, so
+// the caller deletes the key there (an `md` on the same connection) rather than the whole server
+// being marked stale: a reachable memcached refusing one item must not be flushed.
+bool replicaAnswered(PendingRequest& r, uint32_t i, BackendServer& server);
 // Replica i could not be written (no reply: why).
 void replicaFailed(PendingRequest& r, uint32_t i, BackendFailure why, BackendServer& server);
 

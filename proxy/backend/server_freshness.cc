@@ -1,19 +1,16 @@
-// serverFreshness: the process-wide registry of ServerFreshness, one per (pool, server).
+// serverFreshness: the process-wide registry of ServerFreshness, one per server.
 #include "proxy/backend/server_freshness.h"
 
 #include <map>
 #include <mutex>
-#include <utility>
 
 namespace mcring::core {
 
-std::shared_ptr<ServerFreshness> serverFreshness(const std::string& pool,
-                                                 const std::string& identity) {
+std::shared_ptr<ServerFreshness> serverFreshness(const std::string& identity) {
   static std::mutex mutex;
-  static auto* registry =
-      new std::map<std::pair<std::string, std::string>, std::shared_ptr<ServerFreshness>>();
+  static auto* registry = new std::map<std::string, std::shared_ptr<ServerFreshness>>();
   std::lock_guard<std::mutex> lock(mutex);
-  auto& slot = (*registry)[{pool, identity}];
+  auto& slot = (*registry)[identity];
   if (!slot) {
     slot = std::make_shared<ServerFreshness>();
   }

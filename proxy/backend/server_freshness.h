@@ -1,9 +1,12 @@
-// Freshness of a pool's server across workers (return_flush; docs/design.md, "Replication").
+// Freshness of a memcached server across workers and pools (return_flush; docs/design.md,
+// "Replication").
 //
 // A server that missed writes while it could not be reached (a replica write that failed, or
 // its keys rerouted while it was ejected) must not serve the old values of those keys when it
-// returns. Servers are per worker; this state is per (pool, server identity) and shared by every
-// worker (and the main thread, which ejects), so one flush serves them all:
+// returns. Servers are per worker; this state is per server identity (host:port or socket path),
+// shared by every worker (and the main thread, which ejects) and by every pool that lists the
+// server (one memcached: a pool that did not miss the writes must not read the old values either),
+// so one flush serves them all:
 //   missed  - bumped for every write the server missed (and at its ejection);
 //   flushed - the `missed` count a flush_all that the server acknowledged was sent after.
 // The server is stale while missed > flushed: no read goes to it (its keys' next replica serves
@@ -39,9 +42,8 @@ struct ServerFreshness {
   }
 };
 
-// The state of (pool, identity), created on first use and kept for the process's life (a server
-// ejected, its BackendServers gone, still has to be flushed when it is added back).
-std::shared_ptr<ServerFreshness> serverFreshness(const std::string& pool,
-                                                 const std::string& identity);
+// The state of the server `identity`, created on first use and kept for the process's life (a
+// server ejected, its BackendServers gone, still has to be flushed when it is added back).
+std::shared_ptr<ServerFreshness> serverFreshness(const std::string& identity);
 
 }  // namespace mcring::core

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <set>
 #include <thread>
 
@@ -355,6 +356,40 @@ void Proxy::reload(const char* source) {
   MCRING_LOG(Notice, "reload %llu (%s): generation %llu applied: %s",
              static_cast<unsigned long long>(id), source,
              static_cast<unsigned long long>(generation_), record.diff.c_str());
+  warnGrownReplicaSets(*before, *next);
+}
+
+// A server that joins keys' replica sets by a reload (replicas raised, or servers changed with
+// replicas > 1) holds no copy of those keys, or an old one from a time it held them before (say,
+// replicas lowered and raised again): it missed the writes in between, and nothing records which.
+// Reads go to the primary, but a failover read (or read_failover_on_miss) can return that old
+// value until the key is written again or expires. Said once per reload (README, "Replication").
+void Proxy::warnGrownReplicaSets(const config::Topology& before, const config::Topology& after) {
+  for (const auto& pool : after.pools) {
+    const uint32_t now = pool->config.routing.replicas;
+    if (now < 2) {
+      continue;
+    }
+    const config::PoolTopology* old = before.findPool(pool->config.name);
+    const uint32_t was = old != nullptr ? old->config.routing.replicas : 0;
+    const bool servers_changed =
+        old != nullptr && old->config.servers.size() == pool->config.servers.size()
+            ? !std::equal(old->config.servers.begin(), old->config.servers.end(),
+                          pool->config.servers.begin(),
+                          [](const config::ServerConfig& a, const config::ServerConfig& b) {
+                            return a.identity() == b.identity() && a.spec.weight == b.spec.weight;
+                          })
+            : old != nullptr;
+    if (old == nullptr || (now <= was && !servers_changed)) {
+      continue;
+    }
+    MCRING_LOG(Warn,
+               "pool '%s': replica sets changed by this reload (replicas %u -> %u%s): the servers "
+               "that joined a key's set hold no copy of it, or one older than the writes they "
+               "missed; a read that fails over to them can miss or return that old value until "
+               "the key is written again (flush them, or keep replicas as it was, if that matters)",
+               pool->config.name.c_str(), was, now, servers_changed ? ", servers changed" : "");
+  }
 }
 
 std::shared_ptr<const config::Topology> Proxy::buildEffective(
@@ -434,7 +469,7 @@ void Proxy::onServerDown(const std::string& pool, const std::string& identity) {
   auto key = std::make_pair(pool, identity);
   if (pc->return_flush) {
     // Its keys' writes go elsewhere until it returns: flushed then (server_freshness.h).
-    serverFreshness(pool, identity)->missWrite();
+    serverFreshness(identity)->missWrite();
   }
   Ejection& e = ejected_[key];
   e.address = current->server_addresses[index];

@@ -79,6 +79,7 @@ class Proxy final : public AdminSource {
   };
   bool syncListeners(const config::Topology& topology);
   // The config minus ejected servers (pools with auto_eject_hosts), built into a snapshot.
+  void warnGrownReplicaSets(const config::Topology& before, const config::Topology& after);
   std::shared_ptr<const config::Topology> buildEffective(const config::Config& config,
                                                          uint64_t generation,
                                                          std::vector<std::string>* errors) const;
