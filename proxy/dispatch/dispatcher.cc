@@ -658,6 +658,9 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
              nullptr;
     }
   }
+  if (replicated && (req_->command == Command::Gat || req_->command == Command::Gats)) {
+    touchOtherReplicas(line);
+  }
   if (!single || warm || coalescing() || splitsLines(line.size()) || !spread_reads_.empty() ||
       replicated) {
     // A moved key's miss takes a second hop: that needs the per-key bookkeeping of a split get,
@@ -682,6 +685,44 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
   r->resend.assign(line.substr(0, req_->line_length));  // a retrieval may be sent again
   src_->input().moveTo(conn->output(), req_->line_length);
   conn->expect(r, 0, Delivery::Direct, Expect::Retrieval, req_->line_length);
+}
+
+// gat/gats set the TTL of what they read, and a replicated read goes to one replica (routes_):
+// the key's other replicas get the same TTL by a detached `touch` (a write, whose reply is
+// nobody's), so that a failover after the TTL does not read the key a client told to expire.
+// A replica that cannot be reached missed it, as it would a write (return_flush).
+void Dispatcher::touchOtherReplicas(std::string_view line) {
+  const std::string_view exptime = req_->exptime.in(line);
+  std::array<uint32_t, routing::kMaxReplicas> set{};
+  for (size_t i = 0; i < req_->keys.size(); ++i) {
+    const std::string_view key = req_->keys[i].in(line);
+    const uint32_t n = pool_->topology->router->replicaSet(key, set);
+    for (uint32_t j = 0; j < n; ++j) {
+      if (set[j] == routes_[i]) {
+        continue;
+      }
+      BackendServer* server = pool_->by_index[set[j]];
+      stats::bump(server->stats().other_commands);
+      BackendConnection* conn = server->connectionFor(src_->id());
+      if (conn == nullptr) {
+        server->missedWrite();
+        continue;
+      }
+      PendingRequest* t = worker_.requests().acquire();
+      t->refs = 1;
+      t->fragments_left = 1;
+      t->noreply = true;
+      t->command = Command::Touch;
+      net::Buffer& out = conn->output();
+      out.append("touch ");
+      out.append(key);
+      out.append(" ");
+      out.append(exptime);
+      out.append("\r\n");
+      conn->expect(t, 0, Delivery::Direct, Expect::OneUnit, key.size() + exptime.size() + 9);
+      worker_.requests().release(t);  // the backend's reference keeps it until the reply
+    }
+  }
 }
 
 void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {

@@ -48,6 +48,7 @@ class Dispatcher {
   void dispatchKeyed(std::string_view line);
   void dispatchRetrieval(std::string_view line);
   void dispatchMultiget(std::string_view line, bool warm);
+  void touchOtherReplicas(std::string_view line);
   // The current get/gets goes out with its keys in lines shared with other requests
   // (coalesce_gets; gat/gats carry an exptime and keep lines of their own).
   bool coalescing() const {

@@ -598,6 +598,40 @@ class TestRefusedReplicaWrite(ReplicationCase):
         self.assertEqual(sum(self.bstat(st, i, "return_flushes") for i in range(3)), 0)
 
 
+class TestGatReplicated(ReplicationCase):
+
+    def test_gat_sets_the_ttl_on_every_replica(self):
+        """gat/gats read one replica; the others get the same TTL (a touch), so a failover
+        after it does not serve a key the client told to expire (found by the outside attack:
+        the primary expired it, the second replica still served it)."""
+        self.start()
+        keys = spread_keys("gt", 12)
+        sets = self.replica_sets(keys)
+        c = self.conn(self.port)
+        for k in keys:
+            self.assertEqual(c.request(set_cmd(k, b"v")), b"STORED\r\n")
+        half = len(keys) // 2
+        self.assertEqual(len(parse_values(c.request(b"gat 1000 " + b" ".join(keys[:half]) +
+                                                    b"\r\n"))), half)
+        self.assertEqual(len(parse_values(c.request(b"gats 1000 " + b" ".join(keys[half:]) +
+                                                    b"\r\n"))), len(keys) - half)
+
+        def ttls():
+            out = {}
+            for k in keys:
+                for i in sets[k]:
+                    with self.cl.backends[i].conn() as d:
+                        out[(k, i)] = d.request(b"mg " + k + b" t\r\n")
+            return out
+
+        def all_set():
+            # memcached answers the remaining TTL: -1 means none (the set's 0 never changed).
+            return all(r.startswith(b"HD t") and r != b"HD t-1\r\n" for r in ttls().values())
+        wait_until(all_set, timeout=10, what="the gat's TTL on every replica")
+        for (k, i), r in ttls().items():
+            self.assertLessEqual(int(r[4:-2]), 1000, (k, i, r))
+
+
 class TestSharedServers(IntegrationCase):
 
     def test_a_pool_that_missed_no_write_never_reads_the_old_values(self):
