@@ -337,10 +337,14 @@ class UnavailableReadsTest(IntegrationCase):
                                            "error:MemcacheServerError", live2])
                 elif name == "dalli":
                     # Binary: 0x85 for the dead key, raised; its multi-get keeps fewer live keys.
+                    # get_multi raises at the error status and leaves the rest of its batch
+                    # unread when that arrives after it: the next get can then return the
+                    # leftover reply, another key's value (seen once in six runs under ASan).
                     self.assertEqual(got[0], "error:Dalli::DalliError")
-                    self.assertEqual((got[1], got[3]), (live0, live2))
+                    self.assertEqual(got[1], live0)
                     self.assertIsInstance(got[2], dict)
                     self.assertLess(set(got[2]), set(multi))
+                    self.assertIn(got[3], [live2] + list(multi.values()))
 
 
 class WarmupUnavailableTest(WarmupCase):
