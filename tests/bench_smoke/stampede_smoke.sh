@@ -10,62 +10,9 @@ set -euo pipefail
 
 bench=${1:?usage: stampede_smoke.sh path/to/mcring-bench path/to/mcring}
 mcring=${2:?usage: stampede_smoke.sh path/to/mcring-bench path/to/mcring}
-if [[ ! -x /usr/bin/memcached ]]; then
-  echo "SKIP: /usr/bin/memcached not installed"
-  exit 77
-fi
-
-work=$(mktemp -d /tmp/stampede-smoke-XXXXXX)
-bench_pid=""
-
-# Every process mcring-bench announced ("stampede: pid N started: CMD") must be gone when it
-# exits. Anything left is stopped here, by PID, and fails the test.
-leftovers() {
-  local leaked=0 pid
-  [[ -f "$work/stderr" ]] || return 0
-  while read -r pid; do
-    if kill -0 "$pid" 2>/dev/null && grep -qaE 'memcached|mcring|nutcracker' "/proc/$pid/cmdline" 2>/dev/null; then
-      echo "FAIL: pid $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline")) still running; killing it"
-      kill -9 "$pid" 2>/dev/null || true
-      leaked=1
-    fi
-  done < <(sed -nE 's/^stampede: pid ([0-9]+) started: .*/\1/p' "$work/stderr")
-  return $leaked
-}
-
-cleanup() {
-  if [[ -n "$bench_pid" ]] && kill -0 "$bench_pid" 2>/dev/null; then
-    kill -INT "$bench_pid" 2>/dev/null || true  # it stops its children, then exits
-    for _ in $(seq 1 100); do
-      kill -0 "$bench_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -9 "$bench_pid" 2>/dev/null || true
-  fi
-  leftovers || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-# Bounded three times: the run's own --before/--after, and timeout(1) (INT, then KILL).
-status=0
-timeout -s INT -k 20 240 "$bench" stampede --distributions modula,ketama --backends 4 \
-  --keys 5000 --before 2 --after 2 --rate 1000 --connections 4 --mcring "$mcring" \
-  --warmup --out "$work/results" --json >"$work/summary.json" 2>"$work/stderr" &
-bench_pid=$!
-wait "$bench_pid" || status=$?
-bench_pid=""
-
-grep -v '^stampede: pid ' "$work/stderr" || true
-cat "$work/summary.json"
-if [[ $status -ne 0 ]]; then
-  echo "FAIL: mcring-bench stampede exited with $status"
-  exit 1
-fi
-if ! leftovers; then
-  exit 1
-fi
+source "$(dirname "$0")/stampede_common.sh"
+run_stampede 240 --distributions modula,ketama --backends 4 --keys 5000 --before 2 \
+  --after 2 --rate 1000 --connections 4 --warmup
 started=$(grep -c '^stampede: pid [0-9]* started' "$work/stderr" || true)
 if [[ "$started" -lt 24 ]]; then
   echo "FAIL: expected at least 24 processes (4 runs x (5 memcached + mcring)), saw $started"
