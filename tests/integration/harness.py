@@ -937,6 +937,26 @@ class IntegrationCase(unittest.TestCase):
                 self.dump_log(cl)
             cl.close()
 
+    def start_memcacheds(self, n, named=False):
+        """A scratch directory (self.tmp) and n real memcached (self.backends; their server lines,
+        named mc0, mc1, ... if `named`, in self.servers), all removed after the test."""
+        self.tmp = make_tmpdir()
+        self.addCleanup(remove_tmpdir, self.tmp)
+        self.backends = []
+        for _ in range(n):
+            b = Memcached()
+            self.addCleanup(b.stop)
+            self.backends.append(b)
+        self.servers = [server_line(b.addr, 1, "mc%d" % i if named else None)
+                        for i, b in enumerate(self.backends)]
+
+    def start_mcring(self, servers, **kw):
+        """self.mc: an mcring in self.tmp serving `servers` (Mcring's keywords), stopped after
+        the test (before the memcacheds of start_memcacheds)."""
+        self.mc = Mcring(servers, self.tmp, **kw)
+        self.addCleanup(self.mc.stop)
+        return self.mc
+
     def dump_log_on_failure(self, proxy):
         """For an Mcring started outside a Cluster: print its log tail if the test fails."""
         def dump():

@@ -18,9 +18,8 @@ import re
 import time
 import unittest
 
-from harness import (HOST, ROOT, Conn, IntegrationCase, Mcring, Memcached, admin_http,
-                     cache_aside_load_running, make_tmpdir, pool_yaml, remove_tmpdir,
-                     requires_proxy, run_mcring, server_line, set_many_raw, spread_keys)
+from harness import (HOST, ROOT, Conn, IntegrationCase, admin_http, cache_aside_load_running,
+                     pool_yaml, requires_proxy, run_mcring, set_many_raw, spread_keys)
 from headless_browser import Browser, BrowserError, chromium_path
 
 KEYS = 8000
@@ -33,19 +32,13 @@ SCREENSHOT = os.environ.get("MCRING_CONSOLE_SCREENSHOT") or os.path.join(ROOT, "
 class ConsoleTest(IntegrationCase):
     def setUp(self):
         super().setUp()
-        self.tmp = make_tmpdir()
-        self.backends = [Memcached() for _ in range(4)]
-        self.servers = [server_line(b.addr, 1, "mc%d" % i) for i, b in enumerate(self.backends)]
-        self.mc = Mcring(self.servers[:3], self.tmp, args=["--backend-stats-interval", "1"])
+        self.start_memcacheds(4, named=True)
+        self.start_mcring(self.servers[:3], args=["--backend-stats-interval", "1"])
         self.browser = None
 
     def tearDown(self):
         if self.browser:
             self.browser.close()
-        self.mc.stop()
-        for b in self.backends:
-            b.stop()
-        remove_tmpdir(self.tmp)
         super().tearDown()
 
     def page_text(self, selector):
@@ -193,21 +186,15 @@ class ConsoleEjectionTest(IntegrationCase):
 
     def setUp(self):
         super().setUp()
-        self.tmp = make_tmpdir()
-        self.backends = [Memcached() for _ in range(3)]
-        servers = [server_line(b.addr, 1, "mc%d" % i) for i, b in enumerate(self.backends)]
-        self.mc = Mcring(servers, self.tmp, timeout_ms=500,
-                         extra={"auto_eject_hosts": "true", "server_failure_limit": 2,
-                                "server_retry_timeout": 60000})
+        self.start_memcacheds(3, named=True)
+        self.start_mcring(self.servers, timeout_ms=500,
+                          extra={"auto_eject_hosts": "true", "server_failure_limit": 2,
+                                 "server_retry_timeout": 60000})
         self.browser = None
 
     def tearDown(self):
         if self.browser:
             self.browser.close()
-        self.mc.stop()
-        for b in self.backends:
-            b.stop()
-        remove_tmpdir(self.tmp)
         super().tearDown()
 
     def test_an_ejected_server_is_shown(self):

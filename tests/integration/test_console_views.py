@@ -11,9 +11,8 @@ import re
 import time
 import unittest
 
-from harness import (HOST, Conn, IntegrationCase, Mcring, Memcached, make_tmpdir, pool_yaml,
-                     remove_tmpdir, requires_proxy, run_mcring, server_line, set_many_raw,
-                     spread_keys)
+from harness import (HOST, Conn, IntegrationCase, pool_yaml, requires_proxy, run_mcring,
+                     set_many_raw, spread_keys)
 
 TOKEN = "console-admin-token-0123456789abcdef"
 
@@ -44,21 +43,12 @@ class ConsoleEndpointsTest(IntegrationCase):
 
     def setUp(self):
         super().setUp()
-        self.tmp = make_tmpdir()
-        self.backends = [Memcached() for _ in range(3)]
-        self.servers = [server_line(b.addr, 1, "mc%d" % i) for i, b in enumerate(self.backends)]
+        self.start_memcacheds(3, named=True)
         token = os.path.join(self.tmp, "admin-token")
         with open(token, "w") as f:
             f.write(TOKEN + "\n")
         os.chmod(token, 0o600)
-        self.mc = Mcring(self.servers, self.tmp, args=["--admin-token-file", token])
-
-    def tearDown(self):
-        self.mc.stop()
-        for b in self.backends:
-            b.stop()
-        remove_tmpdir(self.tmp)
-        super().tearDown()
+        self.start_mcring(self.servers, args=["--admin-token-file", token])
 
     def test_page_is_self_contained(self):
         port = self.mc.admin_port
@@ -156,17 +146,8 @@ class WhatIfReplicasTest(IntegrationCase):
 
     def setUp(self):
         super().setUp()
-        self.tmp = make_tmpdir()
-        self.backends = [Memcached() for _ in range(3)]
-        self.servers = [server_line(b.addr, 1, "mc%d" % i) for i, b in enumerate(self.backends)]
-        self.mc = Mcring(self.servers, self.tmp, extra={"replicas": 2})
-
-    def tearDown(self):
-        self.mc.stop()
-        for b in self.backends:
-            b.stop()
-        remove_tmpdir(self.tmp)
-        super().tearDown()
+        self.start_memcacheds(3, named=True)
+        self.start_mcring(self.servers, extra={"replicas": 2})
 
     def test_whatif_replica_sets_match_plan(self):
         listing = self.servers + ["127.0.0.1:1:1 mc3"]

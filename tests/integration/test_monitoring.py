@@ -20,8 +20,7 @@ import unittest
 
 import yaml
 
-from harness import (HOST, ROOT, Conn, IntegrationCase, Mcring, Memcached, admin_http,
-                     make_tmpdir, pool_yaml, remove_tmpdir, requires_proxy, server_line,
+from harness import (HOST, ROOT, Conn, IntegrationCase, admin_http, pool_yaml, requires_proxy,
                      set_many_raw, spread_keys)
 
 MONITORING = os.path.join(ROOT, "packaging", "monitoring")
@@ -80,17 +79,8 @@ def series_names(expr):
 class MonitoringAssetsTest(IntegrationCase):
     def setUp(self):
         super().setUp()
-        self.tmp = make_tmpdir()
-        self.backends = [Memcached() for _ in range(3)]
-        self.servers = [server_line(b.addr) for b in self.backends]
-        self.mc = Mcring(self.servers[:2], self.tmp, args=["--backend-stats-interval", "1"])
-
-    def tearDown(self):
-        self.mc.stop()
-        for b in self.backends:
-            b.stop()
-        remove_tmpdir(self.tmp)
-        super().tearDown()
+        self.start_memcacheds(3)
+        self.start_mcring(self.servers[:2], args=["--backend-stats-interval", "1"])
 
     def exported(self):
         """Sample names of /metrics after traffic and a membership change."""

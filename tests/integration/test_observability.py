@@ -9,9 +9,8 @@ import subprocess
 import time
 import unittest
 
-from harness import (Conn, HOST, IntegrationCase, Mcring, Memcached, admin_http, cache_aside_load_running,
-                     make_tmpdir, parse_stats, pool_yaml, remove_tmpdir, requires_proxy,
-                     run_mcring, server_line, set_many_raw, spread_keys)
+from harness import (Conn, HOST, IntegrationCase, admin_http, cache_aside_load_running,
+                     parse_stats, pool_yaml, requires_proxy, run_mcring, set_many_raw, spread_keys)
 
 WARM_KEYS = 20000
 
@@ -20,17 +19,8 @@ WARM_KEYS = 20000
 class ObservabilityTest(IntegrationCase):
     def setUp(self):
         super().setUp()
-        self.tmp = make_tmpdir()
-        self.backends = [Memcached() for _ in range(5)]
-        self.servers = [server_line(b.addr) for b in self.backends]
-        self.mc = Mcring(self.servers[:4], self.tmp, args=["--backend-stats-interval", "1"])
-
-    def tearDown(self):
-        self.mc.stop()
-        for b in self.backends:
-            b.stop()
-        remove_tmpdir(self.tmp)
-        super().tearDown()
+        self.start_memcacheds(5)
+        self.start_mcring(self.servers[:4], args=["--backend-stats-interval", "1"])
 
     def _routes(self, config_text, keys):
         path = os.path.join(self.tmp, "route.yml")
