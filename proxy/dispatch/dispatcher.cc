@@ -309,6 +309,16 @@ uint32_t Dispatcher::readCopy(const std::shared_ptr<SpreadEntry>& entry) {
   return copy;
 }
 
+// The request's line as a backend gets it, in head_ (scratch: no allocation once warm), without
+// the `noreply` token `t` (empty: none): mcring reads every reply and drops it itself.
+const std::string& Dispatcher::lineAsSent(std::string_view line, const protocol::Span& t) {
+  head_.assign(line.substr(0, t.empty() ? req_->line_length : t.offset));
+  if (!t.empty()) {
+    head_.append(line.substr(t.offset + t.length, req_->line_length - t.offset - t.length));
+  }
+  return head_;
+}
+
 // A write of a spread key: to every copy (classic noreply dropped there, as for the primary:
 // mcring reads every reply), the client's reply the primary's, sent once every copy answered
 // (`rewrites`: never streamed before). A copy that answers otherwise loses its filled bit.
@@ -317,11 +327,7 @@ void Dispatcher::dispatchSpreadWrite(PendingRequest* r, BackendConnection& prima
                                      std::string_view line) {
   SpreadEntry& e = *entry;
   net::Buffer& in = src_->input();
-  const protocol::Span& t = req_->noreply_token;
-  std::string head(line.substr(0, t.empty() ? req_->line_length : t.offset));
-  if (!t.empty()) {
-    head.append(line.substr(t.offset + t.length, req_->line_length - t.offset - t.length));
-  }
+  const std::string& head = lineAsSent(line, req_->noreply_token);
   if (req_->command == Command::Touch) {
     r->resend = head;  // replayable (see replayable())
   }
@@ -462,13 +468,8 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
       invalidatePrevious(r, *prev, line);  // before the line leaves the input
     }
   }
-  // The line as sent: classic noreply dropped (mcring reads every reply and drops it itself);
-  // meta q kept (the backend applies it; mcring's mn follows).
-  const protocol::Span t = meta ? protocol::Span() : req_->noreply_token;
-  head_.assign(line.substr(0, t.empty() ? req_->line_length : t.offset));
-  if (!t.empty()) {
-    head_.append(line.substr(t.offset + t.length, req_->line_length - t.offset - t.length));
-  }
+  // Meta q is kept (the backend applies it; mcring's mn follows).
+  const std::string& head = lineAsSent(line, meta ? protocol::Span() : req_->noreply_token);
   if (r->replica_cas) {
     // What the other replicas get if the primary applies the cas.
     std::string& fu = r->replica_followup;
@@ -509,7 +510,6 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
     r->replica_followup.append(data);
   }
   auto& counters = worker_.counters();
-  uint32_t sent = 0;
   for (uint32_t i = 0; i < n; ++i) {
     BackendServer* server = pool_->by_index[set[i]];
     r->replica_servers[i] = set[i];
@@ -529,9 +529,9 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
       continue;
     }
     net::Buffer& out = conn->output();
-    out.append(head_);
+    out.append(head);
     out.append(data);
-    uint64_t bytes = head_.size() + data.size();
+    uint64_t bytes = head.size() + data.size();
     if (quiet) {
       out.append("mn\r\n");
       bytes += 4;
@@ -539,7 +539,6 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
     if (i > 0) {
       stats::bump(counters.replica_writes);
     }
-    ++sent;
     ++r->fragments_left;
     conn->expect(r, i, Delivery::ReplicaWrite, quiet ? Expect::UntilNoop : Expect::OneUnit, bytes);
   }
@@ -550,7 +549,6 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
     r->complete = true;
     src_->onRequestComplete(r);
   }
-  (void)sent;
 }
 
 // A keyed request that is safe to send twice if its backend connection closes under it
