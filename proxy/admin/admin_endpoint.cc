@@ -399,12 +399,8 @@ void AdminEndpoint::hotKeyMetrics(std::string* out) const {
       std::string l = poolLabel(p.pool) + ",key=";
       // A Prometheus label value is UTF-8 with only \\, \" and \n escaped: a key with other bytes
       // (control, non-ASCII) is shown hashed even when plain is asked, so the scrape stays valid.
-      bool printable = true;
-      for (unsigned char c : k.key) {
-        printable = printable && c > 0x20 && c < 0x7f && c != '"' && c != '\\';
-      }
       common::appendJsonString(&l, pool->config.hot_key_metrics == config::HotKeyMetrics::Plain &&
-                                           printable
+                                           HotKeyWatch::showsAsIs(k.key, "\"\\")
                                        ? k.key
                                        : HotKeyWatch::hashedKey(k.key));
       *out += "mcring_hot_key_rate" + l + "} " + fmt(k.rate) + "\n";

@@ -103,6 +103,16 @@ class HotKeyWatch {
   // A key as hot_key_metrics `hashed` (and the logs, unless `plain`) show it: "xxh3:" and the
   // key's 64-bit XXH3 in hex.
   static std::string hashedKey(std::string_view key);
+  // Whether a key can be shown as it is in a text view (a STAT line, a Prometheus label): not
+  // empty, printable ASCII without spaces, and none of `escaped` (the format's quote
+  // characters). Keys from binary or base64 meta clients may hold any byte.
+  static bool showsAsIs(std::string_view key, std::string_view escaped = {}) {
+    bool plain = !key.empty();
+    for (unsigned char c : key) {
+      plain = plain && c > 0x20 && c < 0x7f && escaped.find(static_cast<char>(c)) == escaped.npos;
+    }
+    return plain;
+  }
 
  private:
   void sampleSecond();

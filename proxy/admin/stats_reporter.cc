@@ -193,11 +193,7 @@ namespace {
 // (a binary or meta-base64 client's key may hold spaces, CR, LF: "x\r\nEND\r\n" would end the
 // reply early and forge lines for the reader's next request).
 std::string hotKeyField(const std::string& key) {
-  bool plain = !key.empty();
-  for (unsigned char c : key) {
-    plain = plain && c > 0x20 && c < 0x7f;
-  }
-  if (plain) {
+  if (HotKeyWatch::showsAsIs(key)) {
     return " key=" + key;
   }
   std::string b64(4 * ((key.size() + 2) / 3) + 1, '\0');
