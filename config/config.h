@@ -63,13 +63,13 @@ struct PoolConfig {
 
   // --- twemproxy keys (same meaning and defaults) ---
   Address listen;
-  routing::RouterOptions routing;   // hash, hash_tag, distribution (+ mcring's ketama_compat, ...)
+  routing::RouterOptions routing;  // hash, hash_tag, distribution (+ mcring's ketama_compat, ...)
   // twemproxy waits forever (0); a hung server would then hold its clients' requests forever.
   uint32_t timeout_ms = 1000;
   int backlog = 512;
   bool preconnect = false;
   uint32_t client_connections = 1024;  // memcached's -c; 0: unlimited
-  uint32_t server_connections = 1;  // per worker thread, per server
+  uint32_t server_connections = 1;     // per worker thread, per server
   bool auto_eject_hosts = false;
   uint32_t server_retry_timeout_ms = 30000;
   uint32_t server_failure_limit = 2;
@@ -83,12 +83,12 @@ struct PoolConfig {
   // mcring, and all clients of the pool together (split evenly between worker threads).
   uint64_t client_buffer_limit = 16 * 1024 * 1024;
   uint64_t buffer_limit = 64 * 1024 * 1024;
-  bool allow_flush_all = false;          // false: flush_all answers an error (memcached -F)
-  bool allow_dump = false;               // true: `stats cachedump` lists the servers' keys
-  bool coalesce_gets = true;             // one get line per server per loop pass
+  bool allow_flush_all = false;  // false: flush_all answers an error (memcached -F)
+  bool allow_dump = false;       // true: `stats cachedump` lists the servers' keys
+  bool coalesce_gets = true;     // one get line per server per loop pass
   // A read of a key whose server is unavailable: a miss (default) or SERVER_ERROR.
   UnavailableReads unavailable_reads = UnavailableReads::Miss;
-  uint32_t max_multiget_keys = 100000;   // keys in one get/gets/gat/gats
+  uint32_t max_multiget_keys = 100000;  // keys in one get/gets/gat/gats
   // A client with nothing outstanding that sends no request for this long is closed. 0: never.
   uint32_t client_idle_timeout_ms = 0;
   // A client that sent part of a request is closed if the rest has not arrived this long after
@@ -97,11 +97,11 @@ struct PoolConfig {
   // Warm migration: for this long after a membership change, a miss on a key whose server
   // changed is answered from its previous server and copied to the new one. 0: off.
   uint32_t warmup_window_ms = 0;
-  uint32_t warmup_max_inflight = 1000;   // per worker thread; beyond it a miss is a miss
+  uint32_t warmup_max_inflight = 1000;  // per worker thread; beyond it a miss is a miss
   // Hot keys (stats/hot_key_sketch.h): each worker counts the pool's most requested keys.
   bool hot_keys = true;
-  uint32_t hot_key_capacity = 128;       // keys each worker's sketch monitors
-  uint32_t hot_key_event_percent = 10;   // a key above this share of requests is an event; 0: none
+  uint32_t hot_key_capacity = 128;      // keys each worker's sketch monitors
+  uint32_t hot_key_event_percent = 10;  // a key above this share of requests is an event; 0: none
   // Hot-key spread (docs/design.md): a hot key's copies, 0 = off, else 2..16.
   uint32_t hot_key_spread = 0;
   // A copy is read for at most this long after its fill (bounds staleness across proxies).
@@ -121,24 +121,24 @@ struct PoolConfig {
 
   // --- TLS and authentication (docs/tls.md). Paths are as written, or made absolute against
   // the config file's directory. Files are read when the config is loaded or reloaded. ---
-  bool listen_tls = false;        // `listen` speaks TLS (only TLS)
+  bool listen_tls = false;            // `listen` speaks TLS (only TLS)
   std::optional<Address> tls_listen;  // a TLS listener beside the plaintext `listen`
   std::string tls_cert;
   std::string tls_key;
-  std::string tls_ca;             // CAs client certificates must chain to
-  bool tls_verify_client = false; // mutual TLS: a client without a valid certificate is refused
+  std::string tls_ca;              // CAs client certificates must chain to
+  bool tls_verify_client = false;  // mutual TLS: a client without a valid certificate is refused
   std::string tls_min_version = "1.2";  // "1.2" or "1.3"
   // OpenSSL cipher list for TLS 1.2 (TLS 1.3's suites are OpenSSL's defaults): forward secrecy
   // and AEAD only.
   std::string tls_ciphers = "ECDHE+AESGCM:ECDHE+CHACHA20:DHE+AESGCM";
-  bool server_tls = false;        // connect to the servers with TLS (a server's tls= differs)
-  std::string server_tls_ca;      // "" = the system's trusted CAs
-  std::string server_tls_cert;    // client certificate for servers that require one
+  bool server_tls = false;      // connect to the servers with TLS (a server's tls= differs)
+  std::string server_tls_ca;    // "" = the system's trusted CAs
+  std::string server_tls_cert;  // client certificate for servers that require one
   std::string server_tls_key;
-  std::string server_tls_name;    // name verified and sent as SNI ("" = each server's host)
+  std::string server_tls_name;  // name verified and sent as SNI ("" = each server's host)
   bool server_tls_verify = true;
-  std::string client_auth_file;   // clients must authenticate (memcached's -Y file format)
-  std::string server_auth_file;   // mcring authenticates to the servers (its first line)
+  std::string client_auth_file;  // clients must authenticate (memcached's -Y file format)
+  std::string server_auth_file;  // mcring authenticates to the servers (its first line)
 
   bool tlsListening() const { return listen_tls || tls_listen.has_value(); }
   bool serverUsesTls(const ServerConfig& s) const { return s.tls.value_or(server_tls); }

@@ -13,7 +13,9 @@ void keyChange(std::vector<std::string>* out, const char* key, const std::string
   }
 }
 
-std::string str(bool b) { return b ? "true" : "false"; }
+std::string str(bool b) {
+  return b ? "true" : "false";
+}
 template <typename T>
 std::string str(T v) {
   return std::to_string(v);
@@ -41,8 +43,8 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
                                      str(s->spec.weight));
     }
     if (it->second->spec.name != s->spec.name) {
-      d.servers_renamed.push_back(id + " name '" + it->second->spec.name + "'->'" +
-                                  s->spec.name + "'");
+      d.servers_renamed.push_back(id + " name '" + it->second->spec.name + "'->'" + s->spec.name +
+                                  "'");
     }
   }
   for (const auto& [id, s] : before) {

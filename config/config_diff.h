@@ -10,12 +10,12 @@ namespace mcring::config {
 
 struct PoolDiff {
   std::string pool;
-  std::vector<std::string> servers_added;      // identities
+  std::vector<std::string> servers_added;  // identities
   std::vector<std::string> servers_removed;
-  std::vector<std::string> servers_reweighted; // "id weight a->b"
-  std::vector<std::string> servers_renamed;    // "id name 'a'->'b'"
-  bool server_order_changed = false;           // matters for modula
-  std::vector<std::string> keys_changed;       // other pool keys, "timeout 1000->250"
+  std::vector<std::string> servers_reweighted;  // "id weight a->b"
+  std::vector<std::string> servers_renamed;     // "id name 'a'->'b'"
+  bool server_order_changed = false;            // matters for modula
+  std::vector<std::string> keys_changed;        // other pool keys, "timeout 1000->250"
   bool empty() const {
     return servers_added.empty() && servers_removed.empty() && servers_reweighted.empty() &&
            servers_renamed.empty() && !server_order_changed && keys_changed.empty();
@@ -26,7 +26,9 @@ struct ConfigDiff {
   std::vector<std::string> pools_added;
   std::vector<std::string> pools_removed;
   std::vector<PoolDiff> pools_changed;
-  bool empty() const { return pools_added.empty() && pools_removed.empty() && pools_changed.empty(); }
+  bool empty() const {
+    return pools_added.empty() && pools_removed.empty() && pools_changed.empty();
+  }
   bool serversChanged() const;
   // One line: "pool 'a': +1 server (127.0.0.1:11304), ~weight 127.0.0.1:11301 1->2; pool 'b' added"
   std::string summary() const;

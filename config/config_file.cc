@@ -56,8 +56,8 @@ bool readConfigFile(const std::string& path, std::string* bytes, std::string* er
     return false;
   }
   if (static_cast<uint64_t>(st.st_size) > kMaxConfigFileBytes) {
-    *error = "cannot read config file: it has " + std::to_string(st.st_size) + " bytes, " +
-             tooLarge();
+    *error =
+        "cannot read config file: it has " + std::to_string(st.st_size) + " bytes, " + tooLarge();
     ::close(fd);
     return false;
   }

@@ -455,9 +455,9 @@ class Loader {
       auto it = pool.key_marks.find(key);
       return it != pool.key_marks.end() ? it->second : c.mark;
     };
-    for (std::string* path : {&c.tls_cert, &c.tls_key, &c.tls_ca, &c.server_tls_ca,
-                              &c.server_tls_cert, &c.server_tls_key, &c.client_auth_file,
-                              &c.server_auth_file}) {
+    for (std::string* path :
+         {&c.tls_cert, &c.tls_key, &c.tls_ca, &c.server_tls_ca, &c.server_tls_cert,
+          &c.server_tls_key, &c.client_auth_file, &c.server_auth_file}) {
       *path = relativeToConfig(*path);
     }
     if (c.tlsListening() && (c.tls_cert.empty() || c.tls_key.empty())) {
@@ -536,9 +536,9 @@ class Loader {
       std::string files;
       for (const LoadedPool& pool : pools_) {
         const PoolConfig& c = pool.config;
-        for (const std::string* path : {&c.tls_cert, &c.tls_key, &c.tls_ca, &c.server_tls_ca,
-                                        &c.server_tls_cert, &c.server_tls_key,
-                                        &c.client_auth_file, &c.server_auth_file}) {
+        for (const std::string* path :
+             {&c.tls_cert, &c.tls_key, &c.tls_ca, &c.server_tls_ca, &c.server_tls_cert,
+              &c.server_tls_key, &c.client_auth_file, &c.server_auth_file}) {
           if (!path->empty()) {
             files += *path + '\0' + fileDigest(*path) + '\0';
           }

@@ -30,8 +30,7 @@ std::shared_ptr<const Credentials> Credentials::load(const std::string& path, st
 }
 
 std::shared_ptr<const Credentials> Credentials::parse(std::string_view text,
-                                                      const std::string& name,
-                                                      std::string* error) {
+                                                      const std::string& name, std::string* error) {
   auto out = std::make_shared<Credentials>();
   size_t line_no = 0;
   while (!text.empty()) {
@@ -48,8 +47,8 @@ std::shared_ptr<const Credentials> Credentials::parse(std::string_view text,
                " is not 'user:password' (memcached -Y format)";
       return nullptr;
     }
-    out->entries_.push_back({std::string(line.substr(0, colon)),
-                             std::string(line.substr(colon + 1))});
+    out->entries_.push_back(
+        {std::string(line.substr(0, colon)), std::string(line.substr(colon + 1))});
   }
   if (out->entries_.empty()) {
     *error = name + ": no 'user:password' line";

@@ -94,8 +94,8 @@ void FileWatcher::addWatch(const std::string& dir) {
   if (std::find(dirs_.begin(), dirs_.end(), dir) != dirs_.end()) {
     return;
   }
-  uint32_t mask = IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE |
-                  IN_ATTRIB | IN_MODIFY;
+  uint32_t mask =
+      IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB | IN_MODIFY;
   if (inotify_add_watch(fd_, dir.c_str(), mask) >= 0) {
     dirs_.push_back(dir);
   }

@@ -225,7 +225,8 @@ std::optional<ServerConfig> parseServer(std::string_view text, std::string* erro
   {
     std::string_view rest = trim(text);
     size_t last = rest.find_last_of(" \t");
-    std::string_view token = last == std::string_view::npos ? std::string_view() : rest.substr(last + 1);
+    std::string_view token =
+        last == std::string_view::npos ? std::string_view() : rest.substr(last + 1);
     if (token.substr(0, 4) == "tls=") {
       if (token == "tls=on") {
         server.tls = true;

@@ -35,8 +35,9 @@ struct Topology {
 
   const PoolTopology* findPool(const std::string& name) const;
 
-  // Resolves addresses, reads the credentials files and builds every pool's router. Returns nullptr and appends to *errors
-  // when something cannot be built (unresolvable host, options the router refuses).
+  // Resolves addresses, reads the credentials files and builds every pool's router. Returns nullptr
+  // and appends to *errors when something cannot be built (unresolvable host, options the router
+  // refuses).
   static std::shared_ptr<const Topology> build(const Config& config, uint64_t generation,
                                                std::vector<std::string>* errors);
 };

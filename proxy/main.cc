@@ -13,11 +13,11 @@
 #include "config/config.h"
 #include "config/credentials.h"
 #include "mcring_version.h"
+#include "proxy/backend/pool_security.h"
 #include "proxy/cli/plan_command.h"
 #include "proxy/cli/route_command.h"
 #include "proxy/common/log.h"
 #include "proxy/common/written_file.h"
-#include "proxy/backend/pool_security.h"
 #include "proxy/control/proxy.h"
 #include "proxy/net/event_loop.h"
 
@@ -175,8 +175,8 @@ int main(int argc, char** argv) {
         size_t start = 0;
         while (start <= list.size()) {
           size_t comma = list.find(',', start);
-          std::string name = list.substr(start, comma == std::string::npos ? std::string::npos
-                                                                           : comma - start);
+          std::string name =
+              list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
           if (!name.empty()) {
             options.admin_allowed_hosts.push_back(name);
           }

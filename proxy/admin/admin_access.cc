@@ -273,8 +273,9 @@ AdminAccess::Verdict AdminAccess::checkMutation(const net::HttpRequest& request)
     return verdict;
   }
   if (tokenRequired() && !tokenMatches(request.header("Authorization"))) {
-    return {401, "this endpoint needs 'Authorization: Bearer <token>' (the token of "
-                 "--admin-token-file)\n"};
+    return {401,
+            "this endpoint needs 'Authorization: Bearer <token>' (the token of "
+            "--admin-token-file)\n"};
   }
   return {};
 }

@@ -116,7 +116,8 @@ net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
     r.content_type = "application/json";
     r.body = hotKeysJson();
   } else {
-    return {404, "text/plain; charset=utf-8",
+    return {404,
+            "text/plain; charset=utf-8",
             "not found; try / (the console) /healthz /metrics /stats /backends /timeline /reloads "
             "/events /hotkeys, POST /whatif/<pool>, POST /reload\n",
             {}};
@@ -134,12 +135,12 @@ std::string AdminEndpoint::metrics() const {
   };
   // The proxy-wide backend_* totals are left out: they are the sums of the labelled
   // mcring_backend_* families below, and would collide with their names.
-#define MCRING_X(name, kind, help)                                                          \
-  if (!std::string_view(#name).starts_with("backend_")) {                                  \
-    metric(stats::MetricKind::kind == stats::MetricKind::Counter ? "mcring_" #name "_total" \
-                                                                 : "mcring_" #name,         \
+#define MCRING_X(name, kind, help)                                                            \
+  if (!std::string_view(#name).starts_with("backend_")) {                                     \
+    metric(stats::MetricKind::kind == stats::MetricKind::Counter ? "mcring_" #name "_total"   \
+                                                                 : "mcring_" #name,           \
            stats::MetricKind::kind == stats::MetricKind::Counter ? "counter" : "gauge", help, \
-           std::to_string(rep.sum(&stats::WorkerCounters::name)));                          \
+           std::to_string(rep.sum(&stats::WorkerCounters::name)));                            \
   }
   MCRING_WORKER_COUNTERS(MCRING_X)
 #undef MCRING_X
@@ -175,8 +176,9 @@ std::string AdminEndpoint::metrics() const {
   }
   if (auto topology = rep.topology()) {
     // Instances serving the same file show the same digest (the config-drift alert).
-    out += "# HELP mcring_config_info digest (XXH3-128) of the configuration file in force\n"
-           "# TYPE mcring_config_info gauge\nmcring_config_info{digest=";
+    out +=
+        "# HELP mcring_config_info digest (XXH3-128) of the configuration file in force\n"
+        "# TYPE mcring_config_info gauge\nmcring_config_info{digest=";
     common::appendJsonString(&out, topology->digest);
     out += "} 1\n";
   }
@@ -215,11 +217,10 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
       }
     }
   };
-#define MCRING_X(field, kind, help)                                                          \
-  family(stats::MetricKind::kind == stats::MetricKind::Counter                               \
-             ? "mcring_backend_" #field "_total"                                             \
-             : "mcring_backend_" #field,                                                     \
-         stats::MetricKind::kind == stats::MetricKind::Counter ? "counter" : "gauge", help,  \
+#define MCRING_X(field, kind, help)                                                                \
+  family(stats::MetricKind::kind == stats::MetricKind::Counter ? "mcring_backend_" #field "_total" \
+                                                               : "mcring_backend_" #field,         \
+         stats::MetricKind::kind == stats::MetricKind::Counter ? "counter" : "gauge", help,        \
          [](const BackendRow& b) { return std::to_string(b.totals.field); });
   MCRING_BACKEND_COUNTERS(MCRING_X)
 #undef MCRING_X
@@ -239,10 +240,11 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
   family("mcring_backend_evictions", "gauge", "evictions reported by the backend (its own stats)",
          [](const BackendRow& b) { return std::to_string(b.items.evictions); });
   // Latency as a Prometheus histogram with coarse buckets derived from the log-linear one.
-  static const uint64_t kBounds[] = {50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000,
-                                     50000, 100000, 250000, 1000000};
-  *out += "# HELP mcring_backend_latency_seconds request sent to reply received\n"
-          "# TYPE mcring_backend_latency_seconds histogram\n";
+  static const uint64_t kBounds[] = {50,    100,   250,   500,    1000,   2500,   5000,
+                                     10000, 25000, 50000, 100000, 250000, 1000000};
+  *out +=
+      "# HELP mcring_backend_latency_seconds request sent to reply received\n"
+      "# TYPE mcring_backend_latency_seconds histogram\n";
   for (const PoolReport& p : report) {
     for (const BackendRow& b : p.backends) {
       std::string l = labels(p.pool, b.totals.identity);
@@ -271,8 +273,8 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
       }
       *out += "mcring_backend_latency_seconds_sum" + labels(p.pool, b.totals.identity) + " " +
               fmt(sum / 1e6) + "\n";
-      *out += "mcring_backend_latency_seconds_count" + labels(p.pool, b.totals.identity) +
-              " " + std::to_string(total) + "\n";
+      *out += "mcring_backend_latency_seconds_count" + labels(p.pool, b.totals.identity) + " " +
+              std::to_string(total) + "\n";
     }
   }
   auto poolFamily = [&](const char* name, const char* help, auto value) {
@@ -315,10 +317,11 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
   const MembershipMonitor* monitor = proxy_.reporter().monitor();
   if (monitor != nullptr) {
     auto events = monitor->events();
-    *out += "# HELP mcring_membership_events_total membership changes recorded\n"
-            "# TYPE mcring_membership_events_total counter\n"
-            "mcring_membership_events_total " + std::to_string(events.empty() ? 0 : events.back().id) +
-            "\n";
+    *out +=
+        "# HELP mcring_membership_events_total membership changes recorded\n"
+        "# TYPE mcring_membership_events_total counter\n"
+        "mcring_membership_events_total " +
+        std::to_string(events.empty() ? 0 : events.back().id) + "\n";
     // Each pool's latest membership change: its prediction beside its measurement, so an alert
     // can compare the miss spike a change caused with the one it predicted.
     std::map<std::string, const MembershipEvent*> last;
@@ -366,30 +369,34 @@ void AdminEndpoint::hotKeyMetrics(std::string* out) const {
     common::appendJsonString(&l, pool);
     return l;
   };
-  *out += "# HELP mcring_pool_request_rate_imbalance max/mean of the backends' keyed-request "
-          "rates over the last second (1: even)\n# TYPE mcring_pool_request_rate_imbalance gauge\n";
+  *out +=
+      "# HELP mcring_pool_request_rate_imbalance max/mean of the backends' keyed-request "
+      "rates over the last second (1: even)\n# TYPE mcring_pool_request_rate_imbalance gauge\n";
   for (const PoolHotKeys& p : pools) {
     *out += "mcring_pool_request_rate_imbalance" + poolLabel(p.pool) + "} " +
             fmt(p.load_imbalance) + "\n";
   }
-  *out += "# HELP mcring_hot_key_top_share share of the pool's keyed requests taken by its "
-          "hottest key over the last window\n# TYPE mcring_hot_key_top_share gauge\n";
+  *out +=
+      "# HELP mcring_hot_key_top_share share of the pool's keyed requests taken by its "
+      "hottest key over the last window\n# TYPE mcring_hot_key_top_share gauge\n";
   for (const PoolHotKeys& p : pools) {
     if (p.enabled) {
       *out += "mcring_hot_key_top_share" + poolLabel(p.pool) + "} " +
               fmt(p.keys.empty() ? 0 : p.keys.front().share) + "\n";
     }
   }
-  *out += "# HELP mcring_hot_key_sketch_bytes memory of the pool's hot-key sketches (all "
-          "workers)\n# TYPE mcring_hot_key_sketch_bytes gauge\n";
+  *out +=
+      "# HELP mcring_hot_key_sketch_bytes memory of the pool's hot-key sketches (all "
+      "workers)\n# TYPE mcring_hot_key_sketch_bytes gauge\n";
   for (const PoolHotKeys& p : pools) {
     if (p.enabled) {
       *out += "mcring_hot_key_sketch_bytes" + poolLabel(p.pool) + "} " +
               std::to_string(p.memory_bytes) + "\n";
     }
   }
-  *out += "# HELP mcring_hot_key_rate requests per second of the pool's hottest keys "
-          "(hot_key_metrics)\n# TYPE mcring_hot_key_rate gauge\n";
+  *out +=
+      "# HELP mcring_hot_key_rate requests per second of the pool's hottest keys "
+      "(hot_key_metrics)\n# TYPE mcring_hot_key_rate gauge\n";
   for (const PoolHotKeys& p : pools) {
     const config::PoolTopology* pool = topology ? topology->findPool(p.pool) : nullptr;
     if (pool == nullptr || pool->config.hot_key_metrics == config::HotKeyMetrics::Off) {
@@ -406,9 +413,11 @@ void AdminEndpoint::hotKeyMetrics(std::string* out) const {
       *out += "mcring_hot_key_rate" + l + "} " + fmt(k.rate) + "\n";
     }
   }
-  *out += "# HELP mcring_hot_key_events_total keys that turned hot or cooled "
-          "(hot_key_event_percent)\n# TYPE mcring_hot_key_events_total counter\n"
-          "mcring_hot_key_events_total " + std::to_string(watch->eventCount()) + "\n";
+  *out +=
+      "# HELP mcring_hot_key_events_total keys that turned hot or cooled "
+      "(hot_key_event_percent)\n# TYPE mcring_hot_key_events_total counter\n"
+      "mcring_hot_key_events_total " +
+      std::to_string(watch->eventCount()) + "\n";
 }
 
 namespace {
@@ -556,16 +565,18 @@ std::string AdminEndpoint::eventsJson() const {
         common::appendJsonString(&out, c.from < e.before_ids.size() ? e.before_ids[c.from] : "");
         out += ",\"to\":";
         common::appendJsonString(&out, c.to < e.after_ids.size() ? e.after_ids[c.to] : "");
-        out += ",\"fraction\":" + fmt(c.fraction) + ",\"moved\":" + (c.moved ? "true" : "false") +
-               "}";
+        out +=
+            ",\"fraction\":" + fmt(c.fraction) + ",\"moved\":" + (c.moved ? "true" : "false") + "}";
       }
       const auto& m = e.measured;
-      out += "]},\"measurement\":{\"baseline_valid\":" + std::string(m.baseline_valid ? "true" : "false") +
+      out += "]},\"measurement\":{\"baseline_valid\":" +
+             std::string(m.baseline_valid ? "true" : "false") +
              ",\"baseline_miss_ratio\":" + fmt(m.baseline) + ",\"peak_miss_ratio\":" + fmt(m.peak) +
-             ",\"spike\":" + (m.spike ? "true" : "false") + ",\"extra_misses\":" + fmt(m.extra_misses) +
+             ",\"spike\":" + (m.spike ? "true" : "false") +
+             ",\"extra_misses\":" + fmt(m.extra_misses) +
              ",\"recovered\":" + (m.recovered ? "true" : "false") +
-             ",\"recovery_seconds\":" + std::to_string(m.recovery_seconds) + "},\"judged\":" +
-             (e.judged ? "true" : "false") + ",\"verdict\":";
+             ",\"recovery_seconds\":" + std::to_string(m.recovery_seconds) +
+             "},\"judged\":" + (e.judged ? "true" : "false") + ",\"verdict\":";
       common::appendJsonString(&out, e.verdict);
       out += "}";
     }
@@ -576,18 +587,18 @@ std::string AdminEndpoint::eventsJson() const {
 
 std::string AdminEndpoint::statsJson() const {
   const StatsReporter& rep = proxy_.reporter();
-  std::string out = "{\"version\":\"" MCRING_VERSION "\",\"uptime\":" +
-                    std::to_string(rep.uptime()) +
-                    ",\"config_generation\":" + std::to_string(proxy_.generation()) +
-                    ",\"reloads\":" + std::to_string(proxy_.reloads().attempts()) +
-                    ",\"reload_failures\":" + std::to_string(proxy_.reloads().failures()) +
-                    ",\"reload_last_error\":";
+  std::string out =
+      "{\"version\":\"" MCRING_VERSION "\",\"uptime\":" + std::to_string(rep.uptime()) +
+      ",\"config_generation\":" + std::to_string(proxy_.generation()) +
+      ",\"reloads\":" + std::to_string(proxy_.reloads().attempts()) +
+      ",\"reload_failures\":" + std::to_string(proxy_.reloads().failures()) +
+      ",\"reload_last_error\":";
   common::appendJsonString(&out, proxy_.reloads().lastError());
   out += ",\"counters\":{";
   bool first = true;
-#define MCRING_X(name, kind, help)                                                   \
-  out += std::string(first ? "" : ",") + "\"" #name "\":" +                          \
-         std::to_string(rep.sum(&stats::WorkerCounters::name));                      \
+#define MCRING_X(name, kind, help)                                                 \
+  out += std::string(first ? "" : ",") +                                           \
+         "\"" #name "\":" + std::to_string(rep.sum(&stats::WorkerCounters::name)); \
   first = false;
   MCRING_WORKER_COUNTERS(MCRING_X)
 #undef MCRING_X
@@ -601,8 +612,8 @@ std::string AdminEndpoint::reloadsJson() const {
   for (const ReloadRecord& r : proxy_.reloads().recent()) {
     out += first ? "" : ",";
     first = false;
-    out += "{\"id\":" + std::to_string(r.id) + ",\"time\":" + std::to_string(r.time) +
-           ",\"source\":";
+    out +=
+        "{\"id\":" + std::to_string(r.id) + ",\"time\":" + std::to_string(r.time) + ",\"source\":";
     common::appendJsonString(&out, r.source);
     out += ",\"result\":\"" + std::string(reloadResultName(r.result)) +
            "\",\"generation\":" + std::to_string(r.generation) + ",\"diff\":";

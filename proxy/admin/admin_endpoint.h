@@ -38,8 +38,7 @@ class AdminEndpoint {
   static constexpr uint32_t kReplyTimeoutMs = 10000;
 
   // counters: where refused requests, shed and timed-out connections and accept errors count.
-  AdminEndpoint(AdminSource& proxy, StatsReporter& counters)
-      : proxy_(proxy), counters_(counters) {}
+  AdminEndpoint(AdminSource& proxy, StatsReporter& counters) : proxy_(proxy), counters_(counters) {}
   // Reads the token and checks the address rule (AdminAccess::init); before open().
   bool configure(AdminAccessOptions access, std::string* error);
   bool open(net::EventLoop& loop, const std::string& address, uint16_t port, std::string* error);

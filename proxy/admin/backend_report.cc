@@ -84,8 +84,9 @@ std::vector<PoolReport> buildBackendReport(
       if (t.pool != report.pool) {
         continue;
       }
-      bool listed = std::any_of(report.backends.begin(), report.backends.end(),
-                                [&](const BackendRow& r) { return r.totals.identity == t.identity; });
+      bool listed =
+          std::any_of(report.backends.begin(), report.backends.end(),
+                      [&](const BackendRow& r) { return r.totals.identity == t.identity; });
       if (!listed) {
         BackendRow row;
         row.totals = t;

@@ -76,11 +76,12 @@ std::string AdminEndpoint::backendsJson() const {
              ",\"distinct_keys\":" + number(b.totals.distinct_keys) +
              ",\"latency_us\":{\"p50\":" + std::to_string(b.p50) +
              ",\"p90\":" + std::to_string(b.p90) + ",\"p99\":" + std::to_string(b.p99) +
-             ",\"p999\":" + std::to_string(b.p999) + "},\"items\":{\"curr_items\":" +
-             std::to_string(b.items.curr_items) + ",\"bytes\":" + std::to_string(b.items.bytes) +
+             ",\"p999\":" + std::to_string(b.p999) +
+             "},\"items\":{\"curr_items\":" + std::to_string(b.items.curr_items) +
+             ",\"bytes\":" + std::to_string(b.items.bytes) +
              ",\"evictions\":" + std::to_string(b.items.evictions) + "},\"counters\":{";
       bool first = true;
-#define MCRING_X(field, kind, help)                                                     \
+#define MCRING_X(field, kind, help)                                                         \
   out += std::string(first ? "\"" : ",\"") + #field "\":" + std::to_string(b.totals.field); \
   first = false;
       MCRING_BACKEND_COUNTERS(MCRING_X)
@@ -97,8 +98,8 @@ std::string AdminEndpoint::timelineJson() const {
   const StatsReporter& rep = proxy_.reporter();
   const MembershipMonitor* monitor = rep.monitor();
   std::shared_ptr<const config::Topology> topology = rep.topology();
-  std::string out = "{\"now_second\":" + std::to_string(monitor ? monitor->nowSecond() : 0) +
-                    ",\"pools\":[";
+  std::string out =
+      "{\"now_second\":" + std::to_string(monitor ? monitor->nowSecond() : 0) + ",\"pools\":[";
   if (monitor != nullptr && topology) {
     for (size_t k = 0; k < topology->pools.size(); ++k) {
       const std::string& name = topology->pools[k]->config.name;

@@ -140,8 +140,8 @@ std::vector<PoolHotKeys> HotKeyWatch::report(size_t limit) const {
       }
     }
     if (cfg.hot_keys) {
-      p.memory_bound = static_cast<size_t>(workers_) *
-                       stats::HotKeySketch::memoryFor(cfg.hot_key_capacity);
+      p.memory_bound =
+          static_cast<size_t>(workers_) * stats::HotKeySketch::memoryFor(cfg.hot_key_capacity);
       stats::MergedHotKeys m = board_.merged(cfg.name, now, limit);
       p.window_start_ms = m.start_ms;
       p.window_end_ms = m.end_ms;
@@ -159,8 +159,7 @@ std::vector<PoolHotKeys> HotKeyWatch::report(size_t limit) const {
             row.backends.push_back(cfg.servers[i].identity());
           }
         }
-        if (auto it = spread.find(cfg.name);
-            it != spread.end() && it->second->topology == pool) {
+        if (auto it = spread.find(cfg.name); it != spread.end() && it->second->topology == pool) {
           if (const std::shared_ptr<SpreadEntry>* e = it->second->find(k.key)) {
             row.spread = true;
             describeSpread(**e, cfg, &row.spread_state);
@@ -268,9 +267,8 @@ void HotKeyWatch::checkEvents(const config::PoolTopology& pool, const PoolHotKey
     }
   }
   for (const std::string& key : current) {
-    if (still.count(key) == 0 &&
-        std::none_of(report.keys.begin(), report.keys.end(),
-                     [&](const HotKeyRow& k) { return k.key == key; })) {
+    if (still.count(key) == 0 && std::none_of(report.keys.begin(), report.keys.end(),
+                                              [&](const HotKeyRow& k) { return k.key == key; })) {
       record("cooled", key, 0, 0, {});
     }
   }

@@ -28,21 +28,21 @@ namespace mcring::core {
 
 // A spread key's state (backend/hot_spread.h), as /hotkeys shows it.
 struct HotKeySpread {
-  std::string phase;                  // "spreading" or "collapsing"
-  std::vector<std::string> copies;    // host:port, the key's own server first
-  std::vector<bool> filled;           // per copy: readable (holds the primary's value)
-  std::vector<uint64_t> reads;        // per copy: plain reads it served
+  std::string phase;                // "spreading" or "collapsing"
+  std::vector<std::string> copies;  // host:port, the key's own server first
+  std::vector<bool> filled;         // per copy: readable (holds the primary's value)
+  std::vector<uint64_t> reads;      // per copy: plain reads it served
   uint64_t fills = 0;
   uint64_t fills_abandoned = 0;
-  uint64_t writes = 0;                // writes of the key while spread (every worker)
+  uint64_t writes = 0;  // writes of the key while spread (every worker)
 };
 
 struct HotKeyRow {
   std::string key;
-  uint64_t count = 0;  // in the window, over every worker
-  double rate = 0;     // requests per second
-  double share = 0;    // of the pool's keyed requests
-  double error = 0;    // the true rate is within rate ± error
+  uint64_t count = 0;                 // in the window, over every worker
+  double rate = 0;                    // requests per second
+  double share = 0;                   // of the pool's keyed requests
+  double error = 0;                   // the true rate is within rate ± error
   std::vector<std::string> backends;  // host:port of the servers the key goes to
   bool spread = false;                // hot_key_spread: the key is spread (spread_state says how)
   HotKeySpread spread_state;
@@ -59,7 +59,7 @@ struct PoolHotKeys {
   // max/mean of the backends' keyed-request rates over the last second (1: even; 0: idle).
   double load_imbalance = 0;
   std::vector<std::pair<std::string, double>> backend_rates;  // host:port, requests per second
-  std::vector<HotKeyRow> keys;  // hottest first
+  std::vector<HotKeyRow> keys;                                // hottest first
   // hot_key_spread: every key of the spread set in force, listed or not (a key that cooled is
   // in it until every worker reads it from its own server again).
   std::vector<std::pair<std::string, HotKeySpread>> spread;
@@ -70,7 +70,7 @@ struct HotKeyEvent {
   int64_t time_ms = 0;  // unix ms
   std::string kind;     // "hot": crossed hot_key_event_percent; "cooled": below half of it
   std::string pool;
-  std::string key;      // as hot_key_metrics shows keys (hashed unless `plain`)
+  std::string key;  // as hot_key_metrics shows keys (hashed unless `plain`)
   double share = 0;
   double rate = 0;
   std::vector<std::string> backends;

@@ -16,8 +16,7 @@ std::shared_ptr<SpreadEntry> freshEntry(const config::PoolTopology& pool, const 
   const config::PoolConfig& cfg = pool.config;
   // Fills name the key in a text `mg`/`ms` line: a key only base64 meta commands can carry
   // (spaces, control bytes) or longer than memcached's 250 bytes is not spread.
-  if (key.empty() || key.size() > 250 ||
-      std::any_of(key.begin(), key.end(), [](char c) {
+  if (key.empty() || key.size() > 250 || std::any_of(key.begin(), key.end(), [](char c) {
         return static_cast<unsigned char>(c) <= 0x20 || static_cast<unsigned char>(c) == 0x7f;
       })) {
     return nullptr;

@@ -35,7 +35,7 @@ struct MembershipEvent {
   std::vector<std::string> removed;
   uint32_t warmup_window_ms = 0;  // warm migration was on for this change (0: off)
   // Prediction.
-  std::string method;         // exact / sampled / independent
+  std::string method;  // exact / sampled / independent
   double predicted_moved = 0;
   double modula_moved = 0;
   std::vector<routing::MigrationCell> cells;  // largest first
@@ -44,7 +44,7 @@ struct MembershipEvent {
   // Measurement (updated each second until judged): misses as clients saw them, so misses
   // answered by warm-up from a key's previous server do not count.
   stats::SpikeReport measured;
-  bool judged = false;        // recovered, or horizon reached: the verdict line was logged
+  bool judged = false;  // recovered, or horizon reached: the verdict line was logged
   std::string verdict;
 };
 

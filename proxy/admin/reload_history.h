@@ -16,12 +16,12 @@ enum class ReloadResult : uint8_t { Applied, Unchanged, Failed };
 
 struct ReloadRecord {
   uint64_t id = 0;
-  int64_t time = 0;          // unix seconds
-  std::string source;        // signal, file, admin
+  int64_t time = 0;    // unix seconds
+  std::string source;  // signal, file, admin
   ReloadResult result = ReloadResult::Unchanged;
-  uint64_t generation = 0;   // in force after the attempt
-  std::string diff;          // ConfigDiff::summary() when applied
-  std::string error;         // first error(s) when failed
+  uint64_t generation = 0;  // in force after the attempt
+  std::string diff;         // ConfigDiff::summary() when applied
+  std::string error;        // first error(s) when failed
 };
 
 const char* reloadResultName(ReloadResult r);

@@ -1,13 +1,12 @@
 // StatsReporter: memcached-style STAT lines from the worker counter table.
 #include "proxy/admin/stats_reporter.h"
 
+#include <openssl/evp.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <ctime>
-
-#include <openssl/evp.h>
 
 #include "mcring_version.h"
 #include "proxy/admin/hot_key_watch.h"
@@ -219,10 +218,11 @@ void StatsReporter::renderHotKeys(std::string* out) const {
       out->append("STAT hotkeys:" + p.pool + buf);
       size_t rank = 0;
       for (const HotKeyRow& k : p.keys) {
-        std::snprintf(buf, sizeof(buf), " rate=%.1f share=%.4f error=%.1f count=%llu backends=",
-                      k.rate, k.share, k.error, static_cast<unsigned long long>(k.count));
-        out->append("STAT hotkey:" + p.pool + ":" + std::to_string(++rank) +
-                    hotKeyField(k.key) + buf);
+        std::snprintf(buf, sizeof(buf),
+                      " rate=%.1f share=%.4f error=%.1f count=%llu backends=", k.rate, k.share,
+                      k.error, static_cast<unsigned long long>(k.count));
+        out->append("STAT hotkey:" + p.pool + ":" + std::to_string(++rank) + hotKeyField(k.key) +
+                    buf);
         for (size_t i = 0; i < k.backends.size(); ++i) {
           out->append(i == 0 ? "" : ",");
           out->append(k.backends[i]);

@@ -4,14 +4,13 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <string_view>
-#include <vector>
-
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "config/topology.h"
 #include "proxy/admin/backend_report.h"
@@ -71,8 +70,8 @@ class StatsReporter final : public stats::StatsRenderer {
   void countAdminRequestRefused() { admin_refused_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t adminRequestsRefused() const { return admin_refused_.load(std::memory_order_relaxed); }
 
-  // Writes the reply to `stats reloads|backends|events|hotkeys` into *out ("STAT ...\r\n"... "END\r\n").
-  // Returns false (and an ERROR reply) for other arguments.
+  // Writes the reply to `stats reloads|backends|events|hotkeys` into *out ("STAT ...\r\n"...
+  // "END\r\n"). Returns false (and an ERROR reply) for other arguments.
   bool render(std::string_view args, std::string* out) const override;
   void renderOwn(std::vector<std::pair<std::string, std::string>>* out) const override;
 

@@ -64,8 +64,8 @@ WhatIfAnswer planWhatIf(const config::Topology& topology, const std::string& poo
       return failure(400, "line " + std::to_string(line_no) + ": " + error);
     }
     if (!seen.insert(s->identity()).second) {
-      return failure(400, "line " + std::to_string(line_no) + ": " + s->identity() +
-                              " is listed twice");
+      return failure(400,
+                     "line " + std::to_string(line_no) + ": " + s->identity() + " is listed twice");
     }
     if (after.servers.size() == kWhatIfMaxServers) {
       return failure(400, "more than " + std::to_string(kWhatIfMaxServers) + " servers");

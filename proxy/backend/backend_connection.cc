@@ -1,8 +1,6 @@
 // BackendConnection: pipelined request/reply matching over one backend socket.
 #include "proxy/backend/backend_connection.h"
 
-#include "proxy/protocol/reply_lines.h"
-
 #include <cstring>
 
 #include "proxy/backend/backend_server.h"
@@ -13,6 +11,7 @@
 #include "proxy/backend/worker_context.h"
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
+#include "proxy/protocol/reply_lines.h"
 
 namespace mcring::core {
 
@@ -20,7 +19,9 @@ using protocol::ReplyKind;
 
 namespace {
 
-uint64_t monotonicMicros() { return common::monotonicNs() / 1000; }
+uint64_t monotonicMicros() {
+  return common::monotonicNs() / 1000;
+}
 
 }  // namespace
 
@@ -40,8 +41,7 @@ bool BackendConnection::ensureConnected() {
   const auto& pool = server_.pool().config();
   const auto& tls = server_.tls();
   tcp_ = net::TcpConnection::connect(server_.worker().loop(), server_.address(), this,
-                                     pool.timeout_ms, /*keepalive=*/false,
-                                     tls ? &*tls : nullptr);
+                                     pool.timeout_ms, /*keepalive=*/false, tls ? &*tls : nullptr);
   if (!tcp_) {
     stats::bump(server_.worker().counters().backend_connect_failures);
     server_.onFailure(BackendFailure::ConnectFailed);
@@ -138,7 +138,8 @@ void BackendConnection::onReadable() {
     }
     const std::string_view line = frame.line;
     const uint64_t total = frame.length;
-    Step step = f.expect == Expect::SharedLine ? deliverShared(f, rep, line) : deliver(f, rep, line);
+    Step step =
+        f.expect == Expect::SharedLine ? deliverShared(f, rep, line) : deliver(f, rep, line);
     if (step == Step::Desync) {
       closeUnexpectedly(BackendFailure::ProtocolError);
       server_.worker().onBackendIdle();
@@ -205,7 +206,8 @@ void BackendConnection::pause() {
     paused_for_drained_ = 0;
   }
   if (!resume_timer_) {
-    resume_timer_ = std::make_unique<net::Timer>(server_.worker().loop(), [this] { checkPaused(); });
+    resume_timer_ =
+        std::make_unique<net::Timer>(server_.worker().loop(), [this] { checkPaused(); });
   }
   resume_timer_->start(kPausePollMs, /*periodic=*/true);
 }
@@ -241,10 +243,9 @@ void BackendConnection::checkPaused() {
   // answer out of memory until they were closed).
   const MemoryBudget& budget = s->pool().replies_budget;
   const bool pool_over_budget = budget.used() > budget.limit();
-  const bool stuck =
-      now - pause_progress_ns_ >= limit && (othersWaitBehind(s) || pool_over_budget);
-  const bool slow = static_cast<double>(drained) <
-                    static_cast<double>(kMinDrainBytesPerSec) * static_cast<double>(paused_ns) / 1e9;
+  const bool stuck = now - pause_progress_ns_ >= limit && (othersWaitBehind(s) || pool_over_budget);
+  const bool slow = static_cast<double>(drained) < static_cast<double>(kMinDrainBytesPerSec) *
+                                                       static_cast<double>(paused_ns) / 1e9;
   const bool hogging = paused_ns >= limit && slow && othersWaitBehind(s);
   if (stuck || hogging) {
     s->closeSlowReader();
@@ -477,9 +478,8 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         // "object too large for cache" is the exception: memcached sends it with out_string(),
         // which obeys noreply (a value under item_size_max that memcached's item header makes
         // too large).
-        if (r->noreply &&
-            (rep.kind != ReplyKind::ServerError || line.substr(0, rep.line_length) ==
-                                                        protocol::kTooLargeLine)) {
+        if (r->noreply && (rep.kind != ReplyKind::ServerError ||
+                           line.substr(0, rep.line_length) == protocol::kTooLargeLine)) {
           in.drain(n);
         } else {
           forward(*r, r->reply, n);
@@ -957,8 +957,7 @@ bool BackendConnection::replayable(const InFlight& f, bool head, bool alone) con
       return fr.warm_from == nullptr && fr.next_match == 0 && fr.hits == 0;
     }
     case Delivery::Direct:
-      if (r.resend.empty() || f.expect == Expect::UntilNoop || r.reply.size() > 0 ||
-          r.streaming) {
+      if (r.resend.empty() || f.expect == Expect::UntilNoop || r.reply.size() > 0 || r.streaming) {
         return false;
       }
       return !(head && hits_in_reply_ > 0);

@@ -19,7 +19,6 @@ namespace mcring::core {
 
 class BackendServer;
 
-
 // Where a backend reply goes.
 enum class Delivery : uint8_t {
   Direct,     // into the request's reply (single-key commands, single-backend gets)
@@ -96,7 +95,7 @@ class BackendConnection : public net::ConnectionHandler {
     Expect expect;
     uint64_t sent_us;
     bool line_end = false;  // SharedLine: the last request of its line (the END is its)
-    uint8_t replays = 0;  // times sent again after a connection closed under it
+    uint8_t replays = 0;    // times sent again after a connection closed under it
   };
   // Result of handing one reply unit to the head expectation. Pass: the head is over and the
   // unit belongs to the next one (a shared line's VALUE for a later request's key, its END or
@@ -163,10 +162,10 @@ class BackendConnection : public net::ConnectionHandler {
   protocol::ReplyFramer framer_;
   // Waiting for a client that streams a reply and has a full output (pause()).
   bool paused_ = false;
-  uint64_t pause_progress_ns_ = 0;  // when the client's output last shrank
-  uint64_t pause_output_ = 0;       // its size then
-  uint64_t pause_started_ns_ = 0;   // this pause
-  uint64_t pause_start_output_ = 0; // the client's unsent output when this pause began
+  uint64_t pause_progress_ns_ = 0;   // when the client's output last shrank
+  uint64_t pause_output_ = 0;        // its size then
+  uint64_t pause_started_ns_ = 0;    // this pause
+  uint64_t pause_start_output_ = 0;  // the client's unsent output when this pause began
   // The request the connection paused for, how long it did in earlier pauses and how many bytes
   // its client drained during them.
   const PendingRequest* paused_for_ = nullptr;
@@ -176,7 +175,7 @@ class BackendConnection : public net::ConnectionHandler {
   static constexpr uint64_t kMinDrainBytesPerSec = 8 * 1024 * 1024;
   std::unique_ptr<net::Timer> resume_timer_;
   static constexpr uint64_t kPausePollMs = 2;
-  uint32_t hits_in_reply_ = 0;  // VALUE units seen for the head retrieval
+  uint32_t hits_in_reply_ = 0;       // VALUE units seen for the head retrieval
   std::string_view shared_command_;  // "get" or "gets" while a shared line is open, else empty
   size_t shared_length_ = 0;         // its length so far
 };

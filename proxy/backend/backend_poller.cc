@@ -11,8 +11,8 @@ class BackendPoller::Probe : public net::ConnectionHandler {
       : owner_(owner), pool_(std::move(pool)), identity_(std::move(identity)) {}
   // tls and auth as the workers' connections to the same server (pool_security.h); the
   // authentication's STORED line is skipped with the rest that is not STAT.
-  bool start(net::EventLoop& loop, const common::SocketAddress& address,
-             const net::TlsSetup* tls, const std::string& auth) {
+  bool start(net::EventLoop& loop, const common::SocketAddress& address, const net::TlsSetup* tls,
+             const std::string& auth) {
     tcp_ = net::TcpConnection::connect(loop, address, this, 2000, false, tls);
     if (!tcp_) {
       return false;
@@ -110,8 +110,8 @@ void BackendPoller::round() {
         contexts = tls_->at(pool->config.name);
       }
       for (size_t i = 0; i < pool->config.servers.size(); ++i) {
-        auto probe = std::make_unique<Probe>(*this, pool->config.name,
-                                             pool->config.servers[i].identity());
+        auto probe =
+            std::make_unique<Probe>(*this, pool->config.name, pool->config.servers[i].identity());
         auto setup = serverTlsSetup(contexts, pool->config, pool->config.servers[i]);
         if (probe->start(loop_, pool->server_addresses[i], setup ? &*setup : nullptr, auth)) {
           probes_.push_back(std::move(probe));

@@ -20,8 +20,7 @@ constexpr uint32_t kBackoffMaxMs = 1000;
 }  // namespace
 
 BackendServer::BackendServer(WorkerContext& worker, PoolRuntime& pool, std::string identity,
-                             std::string name, common::SocketAddress address,
-                             uint32_t connections)
+                             std::string name, common::SocketAddress address, uint32_t connections)
     : worker_(worker), pool_(&pool), identity_(std::move(identity)), address_(address) {
   stats_ = worker_.backendStats().add(pool.name, identity_, name);
   fresh_ = serverFreshness(identity_);
@@ -101,12 +100,15 @@ void BackendServer::logFailure(BackendFailure why, int error, const std::string&
     return;
   }
   last_log_ns_ = now;
-  MCRING_LOG(Warn, "pool '%s': backend %s: %s (%s)%s", pool_->name.c_str(), identity_.c_str(),
-             std::string(backendFailureName(why)).c_str(),
-             !detail.empty() ? detail.c_str() : error != 0 ? std::strerror(error) : "closed by peer",
-             suppressed_logs_ > 0
-                 ? (" [+" + std::to_string(suppressed_logs_) + " more in the last second(s)]").c_str()
-                 : "");
+  MCRING_LOG(
+      Warn, "pool '%s': backend %s: %s (%s)%s", pool_->name.c_str(), identity_.c_str(),
+      std::string(backendFailureName(why)).c_str(),
+      !detail.empty() ? detail.c_str()
+      : error != 0    ? std::strerror(error)
+                      : "closed by peer",
+      suppressed_logs_ > 0
+          ? (" [+" + std::to_string(suppressed_logs_) + " more in the last second(s)]").c_str()
+          : "");
   suppressed_logs_ = 0;
 }
 
@@ -186,16 +188,19 @@ void BackendServer::startReturnFlush(BackendConnection& conn) {
 void BackendServer::endReturnFlush(uint64_t mark, bool ok, std::string_view reply) {
   if (!ok) {
     fresh_->flush_in_flight.store(false);
-    MCRING_LOG(Warn, "pool '%s': backend %s: return flush_all failed (%.*s): its reads stay on "
-               "the next replica until a flush succeeds", pool_->name.c_str(), identity_.c_str(),
-               static_cast<int>(reply.size()), reply.data());
+    MCRING_LOG(Warn,
+               "pool '%s': backend %s: return flush_all failed (%.*s): its reads stay on "
+               "the next replica until a flush succeeds",
+               pool_->name.c_str(), identity_.c_str(), static_cast<int>(reply.size()),
+               reply.data());
     return;
   }
   stats::bump(stats_->return_flushes);
   fresh_->flushDone(mark, common::coarseMonotonicNs() / 1000000);
-  MCRING_LOG(Notice, "pool '%s': backend %s returned after missing writes (%llu since start): "
-             "flushed (flush_all) before serving reads (return_flush)", pool_->name.c_str(),
-             identity_.c_str(), static_cast<unsigned long long>(mark));
+  MCRING_LOG(Notice,
+             "pool '%s': backend %s returned after missing writes (%llu since start): "
+             "flushed (flush_all) before serving reads (return_flush)",
+             pool_->name.c_str(), identity_.c_str(), static_cast<unsigned long long>(mark));
 }
 
 bool BackendServer::idle() const {

@@ -88,7 +88,7 @@ class BackendServer {
   common::SocketAddress address_;
   std::vector<std::unique_ptr<BackendConnection>> connections_;
   std::optional<net::TlsSetup> tls_;
-  uint64_t retry_at_ns_ = 0;     // no new connect before this (capped exponential backoff)
+  uint64_t retry_at_ns_ = 0;  // no new connect before this (capped exponential backoff)
   uint32_t backoff_ms_ = 0;
   BackendFailure last_failure_ = BackendFailure::Unavailable;
   std::shared_ptr<stats::BackendStats> stats_;
@@ -97,8 +97,8 @@ class BackendServer {
   uint32_t consecutive_failures_ = 0;
   uint64_t last_log_ns_ = 0;
   uint64_t suppressed_logs_ = 0;
-  uint64_t unavailable_log_ns_ = 0;      // the last unavailable-miss log line
-  uint64_t unavailable_unlogged_ = 0;    // misses since then
+  uint64_t unavailable_log_ns_ = 0;    // the last unavailable-miss log line
+  uint64_t unavailable_unlogged_ = 0;  // misses since then
   bool reported_down_ = false;
 };
 

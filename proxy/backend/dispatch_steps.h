@@ -1,7 +1,7 @@
 // The dispatch steps a backend reply can set off: composing a completed request's reply,
-// warm-up second hops and copies. Backend connections match reply units to requests and hand them on through this
-// interface; dispatch implements it (dispatch/dispatch_steps.h), so backend never depends on
-// dispatch. Worker-thread only.
+// warm-up second hops and copies. Backend connections match reply units to requests and hand them
+// on through this interface; dispatch implements it (dispatch/dispatch_steps.h), so backend never
+// depends on dispatch. Worker-thread only.
 #pragma once
 
 #include <cstdint>

@@ -4,13 +4,13 @@
 namespace mcring::core {
 
 HealthProbe::HealthProbe(net::EventLoop& loop, const common::SocketAddress& address,
-                         uint32_t timeout_ms, Done done,
-                         const std::optional<net::TlsSetup>& tls, const std::string& auth)
+                         uint32_t timeout_ms, Done done, const std::optional<net::TlsSetup>& tls,
+                         const std::string& auth)
     : loop_(loop), done_(std::move(done)), timeout_ms_(timeout_ms == 0 ? 1000 : timeout_ms) {
   deadline_ = std::make_unique<net::Timer>(loop_, [this] { finish(false); });
   deadline_->start(timeout_ms_);
-  tcp_ = net::TcpConnection::connect(loop_, address, this, timeout_ms_, false,
-                                     tls ? &*tls : nullptr);
+  tcp_ =
+      net::TcpConnection::connect(loop_, address, this, timeout_ms_, false, tls ? &*tls : nullptr);
   if (tcp_) {
     auth_pending_ = !auth.empty();
     tcp_->output().append(auth);
@@ -46,7 +46,9 @@ void HealthProbe::onReadable() {
   finish(in.contiguous(nl + 1).starts_with("VERSION "));
 }
 
-void HealthProbe::onClosed(net::CloseReason, int) { finish(false); }
+void HealthProbe::onClosed(net::CloseReason, int) {
+  finish(false);
+}
 
 void HealthProbe::finish(bool healthy) {
   if (finished_) {

@@ -68,9 +68,7 @@ struct SpreadEntry {
   std::atomic<uint64_t> fills{0};
   std::atomic<uint64_t> fills_abandoned{0};
 
-  uint32_t fullMask() const {
-    return copies.size() >= 32 ? ~0u : (1u << copies.size()) - 1;
-  }
+  uint32_t fullMask() const { return copies.size() >= 32 ? ~0u : (1u << copies.size()) - 1; }
   // The copies that may be read now: filled, and within copy_ttl_ms of their fill.
   uint32_t readable(uint64_t now_ms) const {
     uint32_t mask = filled.load() | 1u;

@@ -64,9 +64,9 @@ class RequestOwner {
 
 // What a backend reply to this request looks like.
 enum class Expect : uint8_t {
-  OneUnit,    // one reply unit: a line, or a VA line with its data block
-  Retrieval,  // VALUE units until END
-  UntilNoop,  // a quiet meta request followed by `mn`: zero or one unit, then MN
+  OneUnit,     // one reply unit: a line, or a VA line with its data block
+  Retrieval,   // VALUE units until END
+  UntilNoop,   // a quiet meta request followed by `mn`: zero or one unit, then MN
   SharedLine,  // a get/gets fragment whose keys share one line with other requests' keys:
                // VALUE units for its keys; the line's END (or error) ends them all
 };
@@ -204,17 +204,17 @@ struct PendingRequest {
 
   // Replication: a write sent to every replica of its key (backend/replica_write.h). Never
   // streamed (rewrites): the client's reply is composed from the replicas' (replica_units).
-  uint8_t replica_count = 0;  // 0: not a replicated write
-  bool replica_all = false;   // replica_write_reply: all (else primary)
-  bool replica_cas = false;   // cas / ms with C: to the primary; then a set to the others
-  bool replica_quiet = false;  // meta q: each replica's answer ends with the mn mcring added
-  uint64_t replica_session = 0;            // the client's session id: which connection
+  uint8_t replica_count = 0;     // 0: not a replicated write
+  bool replica_all = false;      // replica_write_reply: all (else primary)
+  bool replica_cas = false;      // cas / ms with C: to the primary; then a set to the others
+  bool replica_quiet = false;    // meta q: each replica's answer ends with the mn mcring added
+  uint64_t replica_session = 0;  // the client's session id: which connection
   const void* replica_topology = nullptr;  // the snapshot replica_servers index into
   std::array<uint32_t, kReplicaSlots> replica_servers{};
   std::array<ReplicaOutcome, kReplicaSlots> replica_outcome{};
   std::array<BackendFailure, kReplicaSlots> replica_failure{};
   std::array<std::string, kReplicaSlots> replica_units;  // each replica's reply bytes
-  std::string replica_followup;  // cas: the plain set (line and data) for the other replicas
+  std::string replica_followup;    // cas: the plain set (line and data) for the other replicas
   uint64_t return_flush_mark = 0;  // a return flush_all: the missed-write count it covers
   // The key as sent (base64 text with replica_key_b64), for the `md` that replaces a flush when
   // memcached closed the connection under the write (BackendConnection::closeUnexpectedly).
@@ -227,9 +227,9 @@ struct PendingRequest {
   bool replica_read = false;
   BackendServer* read_failed_at = nullptr;  // Direct: the server that failed / missed
   BackendFailure read_failure = BackendFailure::Unavailable;
-  bool read_missed = false;    // Direct: read_failed_at answered a miss (not a failure)
-  std::string failover_key;    // Direct: the routing key
-  std::string failover_line;   // Direct: the request as sent (with the mn of a quiet mg)
+  bool read_missed = false;   // Direct: read_failed_at answered a miss (not a failure)
+  std::string failover_key;   // Direct: the routing key
+  std::string failover_line;  // Direct: the request as sent (with the mn of a quiet mg)
   Expect failover_expect = Expect::OneUnit;
 
   void reset() {

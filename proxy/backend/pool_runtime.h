@@ -18,7 +18,6 @@
 
 namespace mcring::core {
 
-
 struct PoolRuntime {
   std::string name;
   std::shared_ptr<const config::PoolTopology> topology;
@@ -34,7 +33,7 @@ struct PoolRuntime {
   std::shared_ptr<stats::PoolMemory> memory;  // both budgets' use and limit, for /metrics
   std::vector<RequestOwner*> input_waiters;
   std::vector<RequestOwner*> input_holders;  // sessions holding an input reservation
-  bool removed = false;  // the pool left the config: its sessions drain and close
+  bool removed = false;                  // the pool left the config: its sessions drain and close
   std::unique_ptr<WarmupWindow> warmup;  // open after a membership change (warmup_window)
   // The pool's most requested keys on this worker in the current window (null: hot_keys off);
   // the worker publishes and clears it each window (stats/hot_key_board.h).

@@ -11,7 +11,9 @@ net::TlsVersion minVersion(const config::PoolConfig& pool) {
 
 // OpenSSL's message names the file; this adds which key of which pool it came from.
 std::string keyOf(const std::string& error, const config::PoolConfig& pool, bool listener) {
-  auto names = [&](const std::string& file) { return !file.empty() && error.find(file) != std::string::npos; };
+  auto names = [&](const std::string& file) {
+    return !file.empty() && error.find(file) != std::string::npos;
+  };
   if (listener) {
     if (names(pool.tls_key) && !error.starts_with("certificate")) {
       return "tls_key";

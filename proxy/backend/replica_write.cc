@@ -179,13 +179,12 @@ void composeReplicaReply(PendingRequest& r, stats::WorkerCounters& c) {
   const uint32_t i = chosenReplica(r);
   const ReplicaOutcome o = r.replica_outcome[i];
   r.reply.drain(r.reply.size());
-  if (o == ReplicaOutcome::Failed || o == ReplicaOutcome::Pending ||
-      o == ReplicaOutcome::Skipped) {
+  if (o == ReplicaOutcome::Failed || o == ReplicaOutcome::Pending || o == ReplicaOutcome::Skipped) {
     stats::bump(c.server_errors);
     // Classic noreply gets nothing back even on failure; meta q always returns errors.
     if (!r.noreply) {
-      r.reply.append(backendFailureReply(o == ReplicaOutcome::Failed ? r.replica_failure[i]
-                                                                     : BackendFailure::Unavailable));
+      r.reply.append(backendFailureReply(
+          o == ReplicaOutcome::Failed ? r.replica_failure[i] : BackendFailure::Unavailable));
     }
     return;
   }

@@ -30,7 +30,9 @@ struct ServerFreshness {
   // Monotonic ms when the last flush was acknowledged: the return window starts there.
   std::atomic<uint64_t> returned_at_ms{0};
 
-  bool stale() const { return missed.load(std::memory_order_acquire) > flushed.load(std::memory_order_acquire); }
+  bool stale() const {
+    return missed.load(std::memory_order_acquire) > flushed.load(std::memory_order_acquire);
+  }
   void missWrite() { missed.fetch_add(1, std::memory_order_acq_rel); }
   // A flush sent when missed was `mark` was acknowledged.
   void flushDone(uint64_t mark, uint64_t now_ms) {

@@ -2,8 +2,8 @@
 //
 // Builds the routers the proxy would build from each file (no address resolution, so it runs
 // anywhere), predicts the migration per pool (config/change_plan.h, which the admin endpoint's
-// what-if shares), and sets beside it what modula would have moved for the same server change. Human output is meant to be pasted into a
-// change ticket; --json is for machines.
+// what-if shares), and sets beside it what modula would have moved for the same server change.
+// Human output is meant to be pasted into a change ticket; --json is for machines.
 #include "proxy/cli/plan_command.h"
 
 #include <getopt.h>
@@ -86,10 +86,9 @@ std::string replicaMethodNote(const routing::ReplicaPlan& r) {
 }
 
 std::string replicasLabel(const routing::ReplicaPlan& r) {
-  return r.replicas_before == r.replicas_after
-             ? "replicas " + std::to_string(r.replicas_after)
-             : "replicas " + std::to_string(r.replicas_before) + " -> " +
-                   std::to_string(r.replicas_after);
+  return r.replicas_before == r.replicas_after ? "replicas " + std::to_string(r.replicas_after)
+                                               : "replicas " + std::to_string(r.replicas_before) +
+                                                     " -> " + std::to_string(r.replicas_after);
 }
 
 std::string percent(double f) {
@@ -306,8 +305,9 @@ void renderPoolHuman(const config::PoolChangePlan& pp, std::string* out) {
   *out += t.render("    ", "l") + "\n";
 
   if (rp != nullptr) {
-    *out += "  Replica-set membership per server (share of all keys whose set holds it, summing to\n"
-            "  the replica count; lost/gained: keys whose set it leaves/joins, copies to fill):\n";
+    *out +=
+        "  Replica-set membership per server (share of all keys whose set holds it, summing to\n"
+        "  the replica count; lost/gained: keys whose set it leaves/joins, copies to fill):\n";
     Table m;
     std::vector<std::string> mgroup = {"", dist, "", "", ""};
     std::vector<std::string> mheader = {"SERVER", "before", "after", "lost", "gained"};
@@ -318,8 +318,8 @@ void renderPoolHuman(const config::PoolChangePlan& pp, std::string* out) {
     m.row(mgroup);
     m.row(mheader);
     // ReplicaPlan::servers follows planServerRows' order (old side, then the new side's added).
-    auto shareOf = [](const routing::ReplicaPlan& plan, const std::string& id)
-        -> const routing::ReplicaServerShare* {
+    auto shareOf = [](const routing::ReplicaPlan& plan,
+                      const std::string& id) -> const routing::ReplicaServerShare* {
       for (const auto& s : plan.servers) {
         if (s.id == id) {
           return &s;

@@ -4,10 +4,9 @@
 // runs anywhere), so its answers are the proxy's answers.
 #include "proxy/cli/route_command.h"
 
-#include <array>
-
 #include <getopt.h>
 
+#include <array>
 #include <cstdio>
 #include <iostream>
 #include <string>

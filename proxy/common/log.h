@@ -29,16 +29,16 @@ void logFlushSuppressed();
 
 }  // namespace mcring::common
 
-#define MCRING_LOG(level, ...)                                          \
-  do {                                                                  \
-    if (::mcring::common::logEnabled(::mcring::common::LogLevel::level)) { \
+#define MCRING_LOG(level, ...)                                                    \
+  do {                                                                            \
+    if (::mcring::common::logEnabled(::mcring::common::LogLevel::level)) {        \
       ::mcring::common::logWrite(::mcring::common::LogLevel::level, __VA_ARGS__); \
-    }                                                                   \
+    }                                                                             \
   } while (0)
 
-#define MCRING_LOG_LIMITED(level, cls, ...)                                  \
-  do {                                                                       \
-    if (::mcring::common::logEnabled(::mcring::common::LogLevel::level)) {   \
+#define MCRING_LOG_LIMITED(level, cls, ...)                                                   \
+  do {                                                                                        \
+    if (::mcring::common::logEnabled(::mcring::common::LogLevel::level)) {                    \
       ::mcring::common::logWriteLimited(cls, ::mcring::common::LogLevel::level, __VA_ARGS__); \
-    }                                                                        \
+    }                                                                                         \
   } while (0)

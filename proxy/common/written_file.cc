@@ -24,10 +24,9 @@ std::string openError(const char* what, const std::string& path, int err) {
 
 int openLogFile(const std::string& path, std::string* error) {
   // O_NONBLOCK for the open only: a FIFO with no reader is refused (ENXIO) instead of hanging.
-  const int fd = ::open(path.c_str(),
-                        O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY |
-                            O_NONBLOCK,
-                        0666);
+  const int fd =
+      ::open(path.c_str(),
+             O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0666);
   if (fd < 0) {
     *error = openError("log file", path, errno);
     return -1;

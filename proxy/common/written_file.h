@@ -3,8 +3,9 @@
 // name would otherwise make mcring append to, or truncate, whatever file it points at.
 #pragma once
 
-#include <string>
 #include <sys/types.h>
+
+#include <string>
 
 namespace mcring::common {
 

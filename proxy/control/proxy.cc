@@ -140,11 +140,12 @@ bool Proxy::start() {
       }
       MCRING_LOG(Warn, "admin endpoint disabled: %s", error.c_str());
     } else {
-      MCRING_LOG(Notice, "admin endpoint on http://%s:%u/ (/metrics /stats /healthz; "
-                 "POST /reload %s)",
-                 options_.admin_address.c_str(), options_.admin_port,
-                 options_.admin_token_file.empty() ? "without a token (loopback)"
-                                                   : "with the token");
+      MCRING_LOG(
+          Notice,
+          "admin endpoint on http://%s:%u/ (/metrics /stats /healthz; "
+          "POST /reload %s)",
+          options_.admin_address.c_str(), options_.admin_port,
+          options_.admin_token_file.empty() ? "without a token (loopback)" : "with the token");
     }
   }
   if (watching) {
@@ -187,8 +188,8 @@ bool Proxy::syncListeners(const config::Topology& topology) {
     const config::PoolConfig& c = pool->config;
     wanted.push_back({c.name, c.name, &pool->listen_address, c.listen.unix_mode, false});
     if (pool->tls_listen_address) {
-      wanted.push_back({c.name + "\ttls", c.name, &*pool->tls_listen_address,
-                        c.tls_listen->unix_mode, true});
+      wanted.push_back(
+          {c.name + "\ttls", c.name, &*pool->tls_listen_address, c.tls_listen->unix_mode, true});
     }
   }
   for (const Wanted& w : wanted) {
@@ -312,7 +313,8 @@ void Proxy::reload(const char* source) {
   std::vector<std::string> errors;
   auto next = buildEffective(*loaded.config, generation_ + 1, &errors);
   // Certificates and keys are re-read here: a bad one rejects the reload, the old keep serving.
-  std::shared_ptr<const PoolTlsMap> next_tls = next ? buildPoolTls(*loaded.config, &errors) : nullptr;
+  std::shared_ptr<const PoolTlsMap> next_tls =
+      next ? buildPoolTls(*loaded.config, &errors) : nullptr;
   if (!next || !next_tls) {
     std::string all;
     for (const auto& e : errors) {
@@ -462,8 +464,8 @@ void Proxy::onServerDown(const std::string& pool, const std::string& identity) {
     return;  // already gone from the ring (a reload removed it)
   }
   if (current->config.servers.size() <= 1) {
-    MCRING_LOG(Warn, "pool '%s': %s is failing but is the last server: not ejected",
-               pool.c_str(), identity.c_str());
+    MCRING_LOG(Warn, "pool '%s': %s is failing but is the last server: not ejected", pool.c_str(),
+               identity.c_str());
     return;
   }
   auto key = std::make_pair(pool, identity);
@@ -481,7 +483,8 @@ void Proxy::onServerDown(const std::string& pool, const std::string& identity) {
   e.auth = serverAuthRequest(*current);
   e.retry = std::make_unique<net::Timer>(loop_, [this, key] { probeEjected(key); });
   e.retry->start(e.retry_ms);
-  MCRING_LOG(Warn, "pool '%s': server %s ejected after %u consecutive failures; its keys go to "
+  MCRING_LOG(Warn,
+             "pool '%s': server %s ejected after %u consecutive failures; its keys go to "
              "the other servers; retry in %u ms",
              pool.c_str(), identity.c_str(), pc->server_failure_limit, e.retry_ms);
   republish("eject");
@@ -493,7 +496,8 @@ void Proxy::probeEjected(const std::pair<std::string, std::string>& key) {
     return;
   }
   it->second.probe = std::make_unique<HealthProbe>(
-      loop_, it->second.address, it->second.probe_timeout_ms, [this, key](bool healthy) {
+      loop_, it->second.address, it->second.probe_timeout_ms,
+      [this, key](bool healthy) {
         auto found = ejected_.find(key);
         if (found == ejected_.end()) {
           return;
@@ -516,9 +520,9 @@ void Proxy::probeEjected(const std::pair<std::string, std::string>& key) {
 void Proxy::watchReferencedFiles() {
   std::vector<std::string> files;
   for (const config::PoolConfig& p : config_->pools) {
-    for (const std::string* f : {&p.tls_cert, &p.tls_key, &p.tls_ca, &p.server_tls_ca,
-                                 &p.server_tls_cert, &p.server_tls_key, &p.client_auth_file,
-                                 &p.server_auth_file}) {
+    for (const std::string* f :
+         {&p.tls_cert, &p.tls_key, &p.tls_ca, &p.server_tls_ca, &p.server_tls_cert,
+          &p.server_tls_key, &p.client_auth_file, &p.server_auth_file}) {
       if (!f->empty()) {
         files.push_back(*f);
       }

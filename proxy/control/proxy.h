@@ -31,9 +31,9 @@ namespace mcring::core {
 
 struct ProxyOptions {
   std::string config_path;
-  int threads = 0;            // 0: defaultWorkerThreads()
+  int threads = 0;  // 0: defaultWorkerThreads()
   uint32_t shutdown_grace_ms = 10000;
-  bool watch_config = true;        // reload when the file changes on disk
+  bool watch_config = true;  // reload when the file changes on disk
   uint32_t watch_debounce_ms = 200;
   // Admin HTTP endpoint (twemproxy's stats port). Port 0 disables it. When the port was not
   // given explicitly, failing to bind it is a warning rather than fatal.
@@ -70,7 +70,6 @@ class Proxy final : public AdminSource {
   const StatsReporter& reporter() const override { return reporter_; }
   uint64_t generation() const override { return generation_; }
   bool stopping() const override { return stopping_; }
-
 
  private:
   struct ListenerEntry {

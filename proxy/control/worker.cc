@@ -78,8 +78,7 @@ void Worker::run() {
   finished_.store(true, std::memory_order_release);
 }
 
-void Worker::postClient(int fd, std::string pool,
-                        std::shared_ptr<std::atomic<uint32_t>> open_count,
+void Worker::postClient(int fd, std::string pool, std::shared_ptr<std::atomic<uint32_t>> open_count,
                         std::shared_ptr<const net::TlsContext> tls) {
   loop_->post([this, fd, pool = std::move(pool), open_count = std::move(open_count),
                tls = std::move(tls)]() mutable {

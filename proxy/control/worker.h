@@ -129,7 +129,7 @@ class Worker final : public SessionContext {
   std::unique_ptr<net::Timer> hot_key_roll_;
   stats::HotKeyBoard* hot_key_board_ = nullptr;
   uint64_t retired_peak_bytes_ = 0;  // peaks of sessions gone since the last malloc_trim
-  uint64_t idle_sweep_ms_ = 0;  // period of idle_sweep_; 0: stopped
+  uint64_t idle_sweep_ms_ = 0;       // period of idle_sweep_; 0: stopped
   uint64_t next_warmup_id_ = 1;
   uint64_t next_session_id_ = 0;
   bool shutting_down_ = false;

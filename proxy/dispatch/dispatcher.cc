@@ -6,6 +6,7 @@
 #include <iterator>
 #include <span>
 
+#include "proxy/backend/replica_write.h"
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
 #include "proxy/dispatch/failover.h"
@@ -14,7 +15,6 @@
 #include "proxy/dispatch/unavailable.h"
 #include "proxy/dispatch/warmup.h"
 #include "proxy/protocol/reply_lines.h"
-#include "proxy/backend/replica_write.h"
 
 namespace mcring::core {
 
@@ -50,8 +50,8 @@ void Dispatcher::invalidateKey(std::string_view line) {
   if (pool_->config().routing.replicas > 1) {
     // Every replica may hold the old value.
     std::array<uint32_t, kReplicaSlots> set{};
-    const uint32_t n = pool_->topology->router->replicaSet(
-        key, std::span<uint32_t, routing::kMaxReplicas>(set));
+    const uint32_t n =
+        pool_->topology->router->replicaSet(key, std::span<uint32_t, routing::kMaxReplicas>(set));
     for (uint32_t i = 0; i < n; ++i) {
       invalidateAt(*pool_->by_index[set[i]], line);
     }
@@ -364,8 +364,8 @@ void Dispatcher::dispatchSpreadWrite(PendingRequest* r, BackendConnection& prima
 
 // A replicated mg keeps what the next replica gets if this one cannot serve it (and is never
 // streamed meanwhile: failover.h).
-void Dispatcher::prepareReplicaRead(PendingRequest* r, std::string_view line,
-                                    std::string_view key, bool quiet) {
+void Dispatcher::prepareReplicaRead(PendingRequest* r, std::string_view line, std::string_view key,
+                                    bool quiet) {
   r->replica_read = true;
   r->rewrites = true;
   r->replica_session = src_->id();
@@ -434,8 +434,8 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
                                          std::string_view key, uint32_t primary) {
   static_assert(kReplicaSlots == routing::kMaxReplicas);
   std::array<uint32_t, kReplicaSlots> set{};
-  uint32_t n = pool_->topology->router->replicaSet(
-      key, std::span<uint32_t, routing::kMaxReplicas>(set));
+  uint32_t n =
+      pool_->topology->router->replicaSet(key, std::span<uint32_t, routing::kMaxReplicas>(set));
   if (n == 0) {
     set[0] = primary;
     n = 1;
@@ -486,7 +486,8 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
         return tokens < 4;
       });
     } else {
-      fu.append(req_->command == Command::MetaArithmetic ? "md" : protocol::commandName(req_->command));
+      fu.append(req_->command == Command::MetaArithmetic ? "md"
+                                                         : protocol::commandName(req_->command));
       size_t tokens = 0;
       const size_t fixed = req_->command == Command::MetaSet ? 2 : 1;
       const bool to_delete = req_->command == Command::MetaArithmetic;
@@ -576,8 +577,7 @@ bool Dispatcher::replayable(std::string_view line) const {
 // Warm migration: a write or delete of a moved key also deletes the previous server's copy
 // (so that neither a later warm-up fetch nor a rollback of the change brings the old value
 // back), and cancels copies of fetches of it in flight. The request's reply waits for it.
-void Dispatcher::invalidatePrevious(PendingRequest* r, BackendServer& prev,
-                                       std::string_view line) {
+void Dispatcher::invalidatePrevious(PendingRequest* r, BackendServer& prev, std::string_view line) {
   worker_.warmup().cancelCopies(req_->routingKey(line, 0));
   r->rewrites = true;  // a delete's NOT_FOUND may become DELETED (BackendConnection::finish)
   BackendConnection* conn = prev.connectionFor(src_->id());
@@ -616,7 +616,8 @@ void Dispatcher::failUnavailable(PendingRequest* r, BackendServer& server, uint6
     return;
   }
   stats::bump(worker_.counters().server_errors);
-  src_->completeWith(r, r->noreply ? std::string_view() : backendFailureReply(server.lastFailure()));
+  src_->completeWith(r,
+                     r->noreply ? std::string_view() : backendFailureReply(server.lastFailure()));
 }
 
 void Dispatcher::dispatchRetrieval(std::string_view line) {

@@ -2,9 +2,9 @@
 // splits a multi-get into per-server fragments (or shared get lines, coalesce_gets), forwards a
 // storage command's data block without copying it, broadcasts flush_all, answers version,
 // verbosity, quit and mn itself, merges memcached's stats views and version from the pool's
-// servers (stats_views.h) and their `lru_crawler metadump`s (metadump.h), and adds warm-up steps (invalidating a moved key's
-// previous copy). The reply comes back through the backend connections and
-// dispatch/completion.h. Worker-thread only.
+// servers (stats_views.h) and their `lru_crawler metadump`s (metadump.h), and adds warm-up steps
+// (invalidating a moved key's previous copy). The reply comes back through the backend connections
+// and dispatch/completion.h. Worker-thread only.
 #pragma once
 
 #include <cstdint>
@@ -96,9 +96,9 @@ class Dispatcher {
   RequestSource* src_ = nullptr;
   PoolRuntime* pool_ = nullptr;
   const protocol::Request* req_ = nullptr;
-  std::vector<uint32_t> routes_;      // scratch: server of each key of a multi-get
-  std::vector<int32_t> fragment_of_;  // scratch: fragment of each server, -1 if none
-  std::vector<size_t> fragment_bytes_;  // scratch: line bytes of each fragment so far
+  std::vector<uint32_t> routes_;          // scratch: server of each key of a multi-get
+  std::vector<int32_t> fragment_of_;      // scratch: fragment of each server, -1 if none
+  std::vector<size_t> fragment_bytes_;    // scratch: line bytes of each fragment so far
   std::vector<SpreadRead> spread_reads_;  // scratch: the get's keys served by a spread copy
   std::string head_;  // scratch: a write's line as sent to several servers (lineAsSent)
   uint64_t rng_ = 0x9e3779b97f4a7c15ULL;  // xorshift: which copy a spread key's read goes to

@@ -16,8 +16,7 @@ using ReplicaSet = std::array<uint32_t, kReplicaSlots>;
 static_assert(kReplicaSlots == routing::kMaxReplicas);
 
 uint32_t replicaSetOf(const PoolRuntime& pool, std::string_view key, ReplicaSet& set) {
-  return pool.topology->router->replicaSet(key,
-                                           std::span<uint32_t, routing::kMaxReplicas>(set));
+  return pool.topology->router->replicaSet(key, std::span<uint32_t, routing::kMaxReplicas>(set));
 }
 
 void countFailover(BackendServer& from, WorkerContext& worker, uint64_t n = 1) {
@@ -226,14 +225,12 @@ void settleMultiget(PendingRequest& r, const PoolRuntime* pool, WorkerContext& w
     if (keys == 0) {
       continue;
     }
-    BackendServer* server = pool != nullptr && fr.server < pool->by_index.size()
-                                ? pool->by_index[fr.server]
-                                : nullptr;
-    const PoolRuntime* policy = pool != nullptr ? pool
+    BackendServer* server =
+        pool != nullptr && fr.server < pool->by_index.size() ? pool->by_index[fr.server] : nullptr;
+    const PoolRuntime* policy = pool != nullptr        ? pool
                                 : r.session != nullptr ? &r.session->pool()
                                                        : nullptr;
-    if (policy != nullptr &&
-        answerUnavailableKeys(r, *policy, server, fr.failure, keys, worker)) {
+    if (policy != nullptr && answerUnavailableKeys(r, *policy, server, fr.failure, keys, worker)) {
       fr.unavailable = true;  // no warm-up second hop for them either
       continue;
     }
@@ -274,8 +271,8 @@ bool continueReadFailover(PendingRequest& r, WorkerContext& worker) {
   if (!r.replica_read) {
     return false;
   }
-  const bool usable = r.session != nullptr && !r.refused &&
-                      r.session->pool().topology.get() == r.replica_topology;
+  const bool usable =
+      r.session != nullptr && !r.refused && r.session->pool().topology.get() == r.replica_topology;
   if (r.shape == Shape::Direct) {
     if (!usable) {
       if (r.read_failed_at != nullptr && !r.read_missed) {

@@ -85,7 +85,8 @@ class StatsViews::Fetch final : public RequestOwner {
     q->refs = 1;  // ours, until finalize()
     q->session = this;
     q->shape = Shape::Stats;
-    q->command = view_ == StatsView::Version ? protocol::Command::Version : protocol::Command::Stats;
+    q->command =
+        view_ == StatsView::Version ? protocol::Command::Version : protocol::Command::Stats;
     const uint32_t count = static_cast<uint32_t>(pool.by_index.size());
     while (q->fragments.size() < count) {
       q->fragments.emplace_back();

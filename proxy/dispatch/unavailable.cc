@@ -65,9 +65,8 @@ bool answerUnavailable(PendingRequest& r, uint32_t fragment, BackendServer& serv
   return true;
 }
 
-bool answerUnavailableKeys(const PendingRequest& r, const PoolRuntime& pool,
-                           BackendServer* server, BackendFailure why, uint64_t keys,
-                           WorkerContext& worker) {
+bool answerUnavailableKeys(const PendingRequest& r, const PoolRuntime& pool, BackendServer* server,
+                           BackendFailure why, uint64_t keys, WorkerContext& worker) {
   if (!isRead(r) || pool.config().unavailable_reads != config::UnavailableReads::Miss) {
     return false;
   }
@@ -86,8 +85,8 @@ void prepareUnavailableRead(PendingRequest& r, const protocol::Request& req,
   }
   std::string_view args = req.args.in(line);
   const size_t key_end = req.keys[0].offset + req.keys[0].length - req.args.offset;
-  r.meta_miss = protocol::metaMissReply(req.keys[0].in(line),
-                                        args.substr(std::min(key_end, args.size())));
+  r.meta_miss =
+      protocol::metaMissReply(req.keys[0].in(line), args.substr(std::min(key_end, args.size())));
 }
 
 }  // namespace mcring::core

@@ -44,13 +44,11 @@ bool answerUnavailable(PendingRequest& r, uint32_t fragment, BackendServer& serv
 // `r` whose last server (null if a reload replaced it meanwhile) failed because of `why`. True
 // if `pool` says `miss`: the keys stay misses, counted (on `server` if known) and logged; false:
 // the caller fails the request with why's SERVER_ERROR.
-bool answerUnavailableKeys(const PendingRequest& r, const PoolRuntime& pool,
-                           BackendServer* server, BackendFailure why, uint64_t keys,
-                           WorkerContext& worker);
+bool answerUnavailableKeys(const PendingRequest& r, const PoolRuntime& pool, BackendServer* server,
+                           BackendFailure why, uint64_t keys, WorkerContext& worker);
 
 // Called when a keyed request is dispatched (before it is sent): an mg remembers its miss in the
 // client's format, in case its server fails with it in flight. Nothing for other commands.
-void prepareUnavailableRead(PendingRequest& r, const protocol::Request& req,
-                            std::string_view line);
+void prepareUnavailableRead(PendingRequest& r, const protocol::Request& req, std::string_view line);
 
 }  // namespace mcring::core

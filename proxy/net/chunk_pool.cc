@@ -71,7 +71,9 @@ int classOf(size_t n) {
   return -1;
 }
 
-size_t classSize(int c) { return size_t{1} << (kMinShift + c); }
+size_t classSize(int c) {
+  return size_t{1} << (kMinShift + c);
+}
 
 size_t cacheLimit(int c) {
   size_t blocks = kCachePerClass / classSize(c);

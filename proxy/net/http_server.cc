@@ -24,17 +24,28 @@ constexpr uint32_t kSweepMs = 100;
 
 const char* reasonPhrase(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 421: return "Misdirected Request";
-    case 422: return "Unprocessable Entity";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Error";
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 421:
+      return "Misdirected Request";
+    case 422:
+      return "Unprocessable Entity";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Error";
   }
 }
 
@@ -98,8 +109,8 @@ std::unique_ptr<HttpServer> HttpServer::open(EventLoop& loop, const std::string&
   evhttp_set_max_headers_size(s->http_, 16 * 1024);
   // evhttp's own timeout is between reads or writes; the deadlines (sweep) bound the whole.
   evhttp_set_timeout(s->http_,
-                     static_cast<int>(std::max(1u, std::max(limits.request_timeout_ms,
-                                                            limits.reply_timeout_ms) / 1000)));
+                     static_cast<int>(std::max(
+                         1u, std::max(limits.request_timeout_ms, limits.reply_timeout_ms) / 1000)));
   evhttp_set_gencb(s->http_, &HttpServer::onRequest, s.get());
   evhttp_set_bevcb(s->http_, &HttpServer::onNewConnection, s.get());
   HttpServer* self = s.get();

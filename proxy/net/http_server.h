@@ -60,7 +60,7 @@ struct HttpLimits {
 
 // What the owner may count; each may be empty.
 struct HttpServerEvents {
-  std::function<void()> connection_shed;      // closed to stay within max_connections
+  std::function<void()> connection_shed;       // closed to stay within max_connections
   std::function<void()> connection_timed_out;  // closed by a deadline
   std::function<void(int err)> accept_error;   // accept() failed (errno); the listener pauses
 };

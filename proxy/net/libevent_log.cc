@@ -32,9 +32,8 @@ void onLibeventLog(int severity, const char* msg) {
     return;
   }
   std::string cls = "libevent: ";
-  for (const char* p = msg; *p != '\0' && !std::isdigit(static_cast<unsigned char>(*p)) &&
-                            cls.size() < 64;
-       ++p) {
+  for (const char* p = msg;
+       *p != '\0' && !std::isdigit(static_cast<unsigned char>(*p)) && cls.size() < 64; ++p) {
     cls += *p;
   }
   common::logWriteLimited(cls.c_str(), level, "libevent: %s", msg);

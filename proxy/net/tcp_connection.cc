@@ -17,15 +17,15 @@
 // OpenSSL may hold decrypted bytes that no readiness event will announce (SSL_has_pending).
 #include "proxy/net/tcp_connection.h"
 
+#include <arpa/inet.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/listener.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
-#include <netinet/tcp.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -150,8 +150,8 @@ bool TcpConnection::startTls(const TlsSetup& tls, bool server) {
   const std::string& name = tls.peer_name;
   if (!name.empty()) {
     in6_addr ip;
-    bool is_ip = inet_pton(AF_INET, name.c_str(), &ip) == 1 ||
-                 inet_pton(AF_INET6, name.c_str(), &ip) == 1;
+    bool is_ip =
+        inet_pton(AF_INET, name.c_str(), &ip) == 1 || inet_pton(AF_INET6, name.c_str(), &ip) == 1;
     if (!is_ip) {
       SSL_set_tlsext_host_name(ssl_, name.c_str());  // SNI is for names only (RFC 6066)
     }
@@ -169,8 +169,7 @@ bool TcpConnection::startTls(const TlsSetup& tls, bool server) {
 
 void TcpConnection::noteTlsFailure(int ssl_error) {
   std::string why = tlsErrorText();
-  if (ssl_error == SSL_ERROR_SSL && ssl_ != nullptr &&
-      SSL_get_verify_result(ssl_) != X509_V_OK) {
+  if (ssl_error == SSL_ERROR_SSL && ssl_ != nullptr && SSL_get_verify_result(ssl_) != X509_V_OK) {
     why = std::string("certificate verify failed: ") +
           X509_verify_cert_error_string(SSL_get_verify_result(ssl_));
   }
@@ -835,7 +834,8 @@ std::unique_ptr<Listener> Listener::open(EventLoop& loop, const common::SocketAd
   if (address.isUnix() && unix_mode != 0) {
     ::chmod(l->unix_path_.c_str(), unix_mode);
   }
-  l->backoff_ = std::make_unique<AcceptBackoff>(loop, l->listener_, "listener " + address.toString());
+  l->backoff_ =
+      std::make_unique<AcceptBackoff>(loop, l->listener_, "listener " + address.toString());
   return l;
 }
 

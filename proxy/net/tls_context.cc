@@ -34,8 +34,7 @@ bool fail(SSL_CTX* ctx, std::string* error, std::string message) {
 }
 
 // What both sides share: protocol floor, ciphers, modes the connection's I/O relies on.
-bool common(SSL_CTX* ctx, TlsVersion min_version, const std::string& ciphers,
-            std::string* error) {
+bool common(SSL_CTX* ctx, TlsVersion min_version, const std::string& ciphers, std::string* error) {
   SSL_CTX_set_min_proto_version(ctx,
                                 min_version == TlsVersion::Tls13 ? TLS1_3_VERSION : TLS1_2_VERSION);
   const std::string list = ciphers.empty() ? kDefaultTlsCiphers : ciphers;
@@ -55,8 +54,7 @@ bool common(SSL_CTX* ctx, TlsVersion min_version, const std::string& ciphers,
   return true;
 }
 
-bool loadPair(SSL_CTX* ctx, const std::string& cert, const std::string& key,
-              std::string* error) {
+bool loadPair(SSL_CTX* ctx, const std::string& cert, const std::string& key, std::string* error) {
   if (!readable(cert, "certificate", error) || !readable(key, "key", error)) {
     SSL_CTX_free(ctx);
     return false;
@@ -150,8 +148,7 @@ std::shared_ptr<const TlsContext> TlsContext::client(const TlsClientOptions& opt
   if (!common(ctx, options.min_version, options.ciphers, error)) {
     return nullptr;
   }
-  if (!options.cert_file.empty() &&
-      !loadPair(ctx, options.cert_file, options.key_file, error)) {
+  if (!options.cert_file.empty() && !loadPair(ctx, options.cert_file, options.key_file, error)) {
     return nullptr;
   }
   if (!options.ca_file.empty()) {

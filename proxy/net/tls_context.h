@@ -18,9 +18,9 @@ namespace mcring::net {
 enum class TlsVersion : uint8_t { Tls12, Tls13 };
 
 struct TlsServerOptions {
-  std::string cert_file;  // PEM certificate chain
-  std::string key_file;   // PEM private key
-  std::string ca_file;    // PEM CAs that client certificates must chain to ("" = none)
+  std::string cert_file;       // PEM certificate chain
+  std::string key_file;        // PEM private key
+  std::string ca_file;         // PEM CAs that client certificates must chain to ("" = none)
   bool verify_client = false;  // require a client certificate signed by ca_file
   TlsVersion min_version = TlsVersion::Tls12;
   std::string ciphers;  // OpenSSL cipher list for TLS 1.2 ("" = the default below)
@@ -30,7 +30,7 @@ struct TlsClientOptions {
   std::string ca_file;    // "" = the system's trusted CAs
   std::string cert_file;  // client certificate for backends that require one ("" = none)
   std::string key_file;
-  bool verify = true;     // verify the server's certificate and name
+  bool verify = true;  // verify the server's certificate and name
   TlsVersion min_version = TlsVersion::Tls12;
   std::string ciphers;
 };

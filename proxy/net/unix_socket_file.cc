@@ -43,8 +43,8 @@ bool removeStaleSocket(const std::string& path, std::string* error) {
     return false;
   }
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-    *error = "cannot listen on " + path + ": cannot remove the stale socket: " +
-             std::strerror(errno);
+    *error =
+        "cannot listen on " + path + ": cannot remove the stale socket: " + std::strerror(errno);
     return false;
   }
   return true;

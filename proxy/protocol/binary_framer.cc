@@ -9,15 +9,15 @@ namespace {
 
 // How an opcode's packet must be shaped (memcached 1.6.18's dispatch_bin_command).
 enum class Shape : uint8_t {
-  KeyOnly,      // get*, delete: key, no extras, nothing else
-  Store,        // set/add/replace: 8 bytes of extras, key, value
-  Concat,       // append/prepend: key, value, no extras
-  Arithmetic,   // incr/decr: 20 bytes of extras, key
-  Empty,        // noop, version, quit: nothing
-  Flush,        // no key; 0 or 4 bytes of extras and nothing else
-  Stat,         // no extras; the key (a stats group) is read, the rest of the body is not
-  Touch,        // touch/gat*: 4 bytes of extras and a key are read, the rest is not
-  Unknown,      // answered "Unknown command", body skipped
+  KeyOnly,     // get*, delete: key, no extras, nothing else
+  Store,       // set/add/replace: 8 bytes of extras, key, value
+  Concat,      // append/prepend: key, value, no extras
+  Arithmetic,  // incr/decr: 20 bytes of extras, key
+  Empty,       // noop, version, quit: nothing
+  Flush,       // no key; 0 or 4 bytes of extras and nothing else
+  Stat,        // no extras; the key (a stats group) is read, the rest of the body is not
+  Touch,       // touch/gat*: 4 bytes of extras and a key are read, the rest is not
+  Unknown,     // answered "Unknown command", body skipped
 };
 
 Shape shapeOf(uint8_t opcode) {
@@ -71,8 +71,8 @@ Shape shapeOf(uint8_t opcode) {
 
 }  // namespace
 
-BinaryFrame BinaryFramer::reject(BinaryRequest& req, BinaryStatus status, bool close,
-                                 uint64_t drop, uint64_t discard) {
+BinaryFrame BinaryFramer::reject(BinaryRequest& req, BinaryStatus status, bool close, uint64_t drop,
+                                 uint64_t discard) {
   req.error = status;
   req.close = close;
   discard_ = discard;

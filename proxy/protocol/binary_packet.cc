@@ -71,8 +71,7 @@ void appendBinaryResponseHeader(std::string& out, uint8_t opcode, BinaryStatus s
 void appendBinaryResponse(std::string& out, uint8_t opcode, BinaryStatus status, uint32_t opaque,
                           uint64_t cas, std::string_view extras, std::string_view key,
                           std::string_view value) {
-  appendBinaryResponseHeader(out, opcode, status, opaque, cas,
-                             static_cast<uint8_t>(extras.size()),
+  appendBinaryResponseHeader(out, opcode, status, opaque, cas, static_cast<uint8_t>(extras.size()),
                              static_cast<uint16_t>(key.size()), value.size());
   out.append(extras);
   out.append(key);

@@ -54,17 +54,17 @@ enum class BinaryOpcode : uint8_t {
 };
 
 // Response statuses, with the body text memcached 1.6.18 sends with each (write_bin_error).
-#define MCRING_BINARY_STATUSES(X)                      \
-  X(Success, 0x00, "")                                 \
-  X(KeyNotFound, 0x01, "Not found")                    \
-  X(KeyExists, 0x02, "Data exists for key.")           \
-  X(TooLarge, 0x03, "Too large.")                      \
-  X(InvalidArguments, 0x04, "Invalid arguments")       \
-  X(NotStored, 0x05, "Not stored.")                    \
+#define MCRING_BINARY_STATUSES(X)                                       \
+  X(Success, 0x00, "")                                                  \
+  X(KeyNotFound, 0x01, "Not found")                                     \
+  X(KeyExists, 0x02, "Data exists for key.")                            \
+  X(TooLarge, 0x03, "Too large.")                                       \
+  X(InvalidArguments, 0x04, "Invalid arguments")                        \
+  X(NotStored, 0x05, "Not stored.")                                     \
   X(NonNumeric, 0x06, "Non-numeric server-side value for incr or decr") \
-  X(AuthError, 0x20, "Auth failure.")                  \
-  X(UnknownCommand, 0x81, "Unknown command")           \
-  X(OutOfMemory, 0x82, "Out of memory")                \
+  X(AuthError, 0x20, "Auth failure.")                                   \
+  X(UnknownCommand, 0x81, "Unknown command")                            \
+  X(OutOfMemory, 0x82, "Out of memory")                                 \
   X(Busy, 0x85, "Busy")
 
 enum class BinaryStatus : uint16_t {

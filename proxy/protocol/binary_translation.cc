@@ -13,7 +13,9 @@ namespace {
 
 using Op = BinaryOpcode;
 
-bool is(uint8_t opcode, Op a) { return opcode == static_cast<uint8_t>(a); }
+bool is(uint8_t opcode, Op a) {
+  return opcode == static_cast<uint8_t>(a);
+}
 
 // getk, getkq, gatk, gatkq return the key with a hit (and a non-quiet miss).
 bool returnsKey(uint8_t op) {
@@ -91,7 +93,9 @@ std::string_view trimLine(std::string_view line) {
   return line;
 }
 
-bool startsWith(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool startsWith(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
 
 // A reply every opcode may get: a backend or proxy error.
 bool commonError(std::string_view line, BinaryStatus* status, std::string_view* text) {
@@ -284,8 +288,7 @@ void translateBackendReply(const BinaryContext& ctx, std::string_view line, std:
   line = trimLine(line);
   std::string& head = out.head;
   auto error = [&](BinaryStatus s, std::string_view text = {}) {
-    appendBinaryResponse(head, op, s, opaque, 0, {}, {},
-                         text.empty() ? binaryStatusText(s) : text);
+    appendBinaryResponse(head, op, s, opaque, 0, {}, {}, text.empty() ? binaryStatusText(s) : text);
   };
   auto success = [&](uint64_t cas) {
     if (!quiet) {
@@ -357,8 +360,8 @@ void translateBackendReply(const BinaryContext& ctx, std::string_view line, std:
   }
   if (code == "HD" || line == "OK") {
     // delete, flush: memcached's response carries no cas.
-    const bool keeps_cas = !(is(op, Op::Delete) || is(op, Op::DeleteQ) || is(op, Op::Flush) ||
-                             is(op, Op::FlushQ));
+    const bool keeps_cas =
+        !(is(op, Op::Delete) || is(op, Op::DeleteQ) || is(op, Op::Flush) || is(op, Op::FlushQ));
     success(keeps_cas ? cas : 0);
     return;
   }

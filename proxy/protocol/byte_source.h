@@ -36,7 +36,8 @@ class StringSource final : public ByteSource {
       return npos;
     }
     const void* hit = std::memchr(bytes_.data() + from, '\n', stop - from);
-    return hit == nullptr ? npos : static_cast<size_t>(static_cast<const char*>(hit) - bytes_.data());
+    return hit == nullptr ? npos
+                          : static_cast<size_t>(static_cast<const char*>(hit) - bytes_.data());
   }
   std::string_view contiguous(size_t n) override { return bytes_.substr(0, n); }
   char byteAt(size_t pos) const override { return bytes_[pos]; }

@@ -9,30 +9,30 @@
 namespace mcring::protocol {
 
 // Every reply line memcached sends in the text protocol. One table for enum and leading token.
-#define MCRING_REPLY_KINDS(X)            \
-  X(Value, "VALUE")         /* + data */ \
-  X(End, "END")                          \
-  X(Stored, "STORED")                    \
-  X(NotStored, "NOT_STORED")             \
-  X(Exists, "EXISTS")                    \
-  X(NotFound, "NOT_FOUND")               \
-  X(Deleted, "DELETED")                  \
-  X(Touched, "TOUCHED")                  \
-  X(Ok, "OK")                            \
-  X(Version, "VERSION")                  \
-  X(Stat, "STAT")                        \
-  X(Item, "ITEM")           /* stats cachedump */ \
-  X(Number, "")             /* incr/decr result: digits only */ \
-  X(Error, "ERROR")                      \
-  X(ClientError, "CLIENT_ERROR")         \
-  X(ServerError, "SERVER_ERROR")         \
-  X(MetaValue, "VA")        /* + data */ \
-  X(MetaHit, "HD")                       \
-  X(MetaMiss, "EN")                      \
-  X(MetaNotFound, "NF")                  \
-  X(MetaNotStored, "NS")                 \
-  X(MetaExists, "EX")                    \
-  X(MetaNoop, "MN")                      \
+#define MCRING_REPLY_KINDS(X)                         \
+  X(Value, "VALUE") /* + data */                      \
+  X(End, "END")                                       \
+  X(Stored, "STORED")                                 \
+  X(NotStored, "NOT_STORED")                          \
+  X(Exists, "EXISTS")                                 \
+  X(NotFound, "NOT_FOUND")                            \
+  X(Deleted, "DELETED")                               \
+  X(Touched, "TOUCHED")                               \
+  X(Ok, "OK")                                         \
+  X(Version, "VERSION")                               \
+  X(Stat, "STAT")                                     \
+  X(Item, "ITEM") /* stats cachedump */               \
+  X(Number, "")   /* incr/decr result: digits only */ \
+  X(Error, "ERROR")                                   \
+  X(ClientError, "CLIENT_ERROR")                      \
+  X(ServerError, "SERVER_ERROR")                      \
+  X(MetaValue, "VA") /* + data */                     \
+  X(MetaHit, "HD")                                    \
+  X(MetaMiss, "EN")                                   \
+  X(MetaNotFound, "NF")                               \
+  X(MetaNotStored, "NS")                              \
+  X(MetaExists, "EX")                                 \
+  X(MetaNoop, "MN")                                   \
   X(MetaDebug, "ME")
 
 enum class ReplyKind : uint8_t {

@@ -1,10 +1,10 @@
 // Frames backend replies: one reply line, plus the data block of VALUE and VA, at a time.
 #include "proxy/protocol/reply_parser.h"
 
-#include "proxy/protocol/reply_framer.h"
-
 #include <cstring>
 #include <limits>
+
+#include "proxy/protocol/reply_framer.h"
 
 namespace mcring::protocol {
 namespace {

@@ -12,15 +12,15 @@
 //  - "gat <exptime>" with no key is memcached's "END", reported as GatWithoutKeys.
 #include "proxy/protocol/request_parser.h"
 
-#include "proxy/protocol/byte_source.h"
-#include "proxy/protocol/request_framer.h"
-
 #include <openssl/evp.h>
 
 #include <algorithm>
 #include <array>
 #include <climits>
 #include <cstring>
+
+#include "proxy/protocol/byte_source.h"
+#include "proxy/protocol/request_framer.h"
 
 namespace mcring::protocol {
 namespace {
@@ -536,8 +536,20 @@ class LineParser {
             bad = RequestError::MetaBadDelta;
           }
           break;
-        case 'l': case 'O': case 'P': case 'L': case 'k': case 's': case 't': case 'c':
-        case 'f': case 'v': case 'h': case 'u': case 'q': case 'I':
+        case 'l':
+        case 'O':
+        case 'P':
+        case 'L':
+        case 'k':
+        case 's':
+        case 't':
+        case 'c':
+        case 'f':
+        case 'v':
+        case 'h':
+        case 'u':
+        case 'q':
+        case 'I':
           break;
         default:
           return RequestError::MetaUnknownFlag;

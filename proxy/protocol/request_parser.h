@@ -57,7 +57,9 @@ class RequestParser {
 
 // The two bytes that end a data block must be "\r\n"; otherwise the request is answered
 // "CLIENT_ERROR bad data chunk" and the whole line + value + 2 bytes are discarded (memcached).
-inline bool dataBlockTerminatorOk(char a, char b) { return a == '\r' && b == '\n'; }
+inline bool dataBlockTerminatorOk(char a, char b) {
+  return a == '\r' && b == '\n';
+}
 
 // Whole-request framing over one contiguous buffer (tests, fuzzing, the load generator): parse()
 // and, for requests with data, also waits for the whole data block and checks its terminator.

@@ -27,7 +27,16 @@
 
 namespace mcring::protocol {
 
-enum class StatsView : uint8_t { General, Settings, Items, Slabs, Sizes, Conns, CacheDump, Version };
+enum class StatsView : uint8_t {
+  General,
+  Settings,
+  Items,
+  Slabs,
+  Sizes,
+  Conns,
+  CacheDump,
+  Version
+};
 
 // The server view `stats <args>` asks for (args without surrounding spaces), or nullopt for
 // anything else (the proxy's own views, or arguments memcached does not know).

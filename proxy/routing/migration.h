@@ -75,11 +75,11 @@ MigrationPlan planMigration(const Router& before, std::span<const std::string> b
 // share of the space whose set it joins or leaves. Meaningful when a side has replicas > 1; with
 // replicas 1 on both sides it repeats MigrationPlan (a set is its primary).
 struct ReplicaServerShare {
-  std::string id;       // identity; the old side's servers in order, then the new side's added ones
-  double before = 0;    // share of the hash space whose old set holds it (all servers sum to R)
-  double after = 0;     // ... whose new set holds it
-  double lost = 0;      // ... whose old set holds it and new set does not
-  double gained = 0;    // ... whose new set holds it and old set did not (copies to fill)
+  std::string id;     // identity; the old side's servers in order, then the new side's added ones
+  double before = 0;  // share of the hash space whose old set holds it (all servers sum to R)
+  double after = 0;   // ... whose new set holds it
+  double lost = 0;    // ... whose old set holds it and new set does not
+  double gained = 0;  // ... whose new set holds it and old set did not (copies to fill)
 };
 
 struct ReplicaPlan {
@@ -89,8 +89,8 @@ struct ReplicaPlan {
   // MigrationPlan). Independent: the hash changes (or a side is random), so old and new sets are
   // drawn from independent hashes (sampled too; an estimate).
   MigrationMethod method = MigrationMethod::Exact;
-  uint64_t samples = 0;           // hashes evaluated (Sampled, Independent)
-  uint32_t replicas_before = 1;   // each side's Router options().replicas
+  uint64_t samples = 0;          // hashes evaluated (Sampled, Independent)
+  uint32_t replicas_before = 1;  // each side's Router options().replicas
   uint32_t replicas_after = 1;
   double changed = 0;     // share whose replica set changes as a set (a member leaves or joins)
   double order_only = 0;  // share whose set is the same but in another order (primary or failover)

@@ -66,16 +66,22 @@ constexpr std::array<std::pair<std::string_view, KetamaCompat>, 4> kKetamaCompat
 std::optional<HashFunction> parseHashFunction(std::string_view name) {
   return lookup(kHashNames, name);
 }
-std::string_view hashFunctionName(HashFunction h) { return nameOf(kHashNames, h); }
+std::string_view hashFunctionName(HashFunction h) {
+  return nameOf(kHashNames, h);
+}
 
 std::optional<Distribution> parseDistribution(std::string_view name) {
   return lookup(kDistributionNames, name);
 }
-std::string_view distributionName(Distribution d) { return nameOf(kDistributionNames, d); }
+std::string_view distributionName(Distribution d) {
+  return nameOf(kDistributionNames, d);
+}
 
 std::optional<KetamaCompat> parseKetamaCompat(std::string_view name) {
   return lookup(kKetamaCompatNames, name);
 }
-std::string_view ketamaCompatName(KetamaCompat k) { return nameOf(kKetamaCompatNames, k); }
+std::string_view ketamaCompatName(KetamaCompat k) {
+  return nameOf(kKetamaCompatNames, k);
+}
 
 }  // namespace mcring::routing

@@ -44,13 +44,15 @@ std::unique_ptr<const Router> Router::build(std::span<const ServerSpec> servers,
              std::to_string(servers.size()) + " server" + (servers.size() == 1 ? "" : "s");
     return nullptr;
   }
-  if (options.replicas > 1 &&
-      (options.distribution == Distribution::Jump || options.distribution == Distribution::Random)) {
-    *error = "replicas > 1 needs a distribution with an order of successors (ketama, rendezvous, "
-             "maglev or modula): " + std::string(distributionName(options.distribution)) +
-             (options.distribution == Distribution::Jump
-                  ? " has no successor that stays put when the pool changes size"
-                  : " gives a key no server of its own");
+  if (options.replicas > 1 && (options.distribution == Distribution::Jump ||
+                               options.distribution == Distribution::Random)) {
+    *error =
+        "replicas > 1 needs a distribution with an order of successors (ketama, rendezvous, "
+        "maglev or modula): " +
+        std::string(distributionName(options.distribution)) +
+        (options.distribution == Distribution::Jump
+             ? " has no successor that stays put when the pool changes size"
+             : " gives a key no server of its own");
     return nullptr;
   }
   switch (options.distribution) {

@@ -37,7 +37,7 @@ struct RouterOptions {
   HashFunction hash = HashFunction::Fnv1a_64;  // twemproxy's default
   Distribution distribution = Distribution::Ketama;
   KetamaCompat ketama_compat = KetamaCompat::Twemproxy;
-  std::string hash_tag;  // "" or two characters, e.g. "{}"
+  std::string hash_tag;                // "" or two characters, e.g. "{}"
   uint32_t maglev_table_size = 65537;  // prime
   // Servers that hold each key (docs/design.md, "Replication"): 1 = the key's own server only.
   // Above 1 only for distributions with an order of successors (see Router::preferenceList).

@@ -14,7 +14,6 @@ namespace mcring::core {
 
 using protocol::Command;
 
-
 ClientSession::ClientSession(SessionContext& worker, PoolRuntime& pool, uint64_t id,
                              std::shared_ptr<std::atomic<uint32_t>> open_count)
     : worker_(worker),
@@ -82,7 +81,7 @@ void ClientSession::processInput() {
   net::Buffer& in = tcp_->input();
   if (wire_ == Wire::Unknown && in.size() > 0) {
     wire_ = static_cast<uint8_t>(in.byteAt(0)) == protocol::kBinaryRequestMagic ? Wire::Binary
-                                                                               : Wire::Text;
+                                                                                : Wire::Text;
   }
   while (!closed_ && !closing_ && !draining_ && !throttled()) {
     if (wire_ == Wire::Binary && mustAuthenticate()) {
@@ -119,8 +118,7 @@ void ClientSession::processInput() {
       continue;
     }
     if (frame.kind == protocol::RequestFrameKind::Rejected && req_.command == Command::FlushAll &&
-        req_.error == protocol::RequestError::InvalidExptime &&
-        !pool_->config().allow_flush_all) {
+        req_.error == protocol::RequestError::InvalidExptime && !pool_->config().allow_flush_all) {
       in.drain(frame.length);
       dispatcher_.refuseFlushAll(*this, *pool_, req_);
       continue;
@@ -232,7 +230,8 @@ bool ClientSession::abandonIfInputStalled(uint64_t now_ns) {
     return false;
   }
   stats::bump(worker_.counters().client_input_stalled);
-  MCRING_LOG(Info, "client %llu: closed: sent nothing of its %llu-byte request for %llu ms "
+  MCRING_LOG(Info,
+             "client %llu: closed: sent nothing of its %llu-byte request for %llu ms "
              "while other clients waited for its memory",
              static_cast<unsigned long long>(id_), static_cast<unsigned long long>(input_need_),
              static_cast<unsigned long long>(kInputStallNs / 1000000));
@@ -291,8 +290,7 @@ void ClientSession::authenticate(const protocol::RequestFrame& frame) {
   const bool set = req_.command == Command::Set;
   std::string_view reply;
   if (set && frame.kind == protocol::RequestFrameKind::Request) {
-    std::string_view data =
-        in.contiguous(frame.length).substr(req_.line_length, req_.value_length);
+    std::string_view data = in.contiguous(frame.length).substr(req_.line_length, req_.value_length);
     switch (checkAuthToken(data, *pool_->topology->client_credentials)) {
       case AuthResult::Accepted:
         authenticated_ = true;
@@ -330,9 +328,8 @@ void ClientSession::onRequestComplete(PendingRequest* r) {
 }
 
 bool ClientSession::streamable(const PendingRequest& r) const {
-  if (r.binary.active &&
-      (r.binary.opcode == static_cast<uint8_t>(protocol::BinaryOpcode::Stat) ||
-       r.shape != Shape::Direct)) {
+  if (r.binary.active && (r.binary.opcode == static_cast<uint8_t>(protocol::BinaryOpcode::Stat) ||
+                          r.shape != Shape::Direct)) {
     return false;  // translated as a whole when written
   }
   switch (r.shape) {
@@ -435,7 +432,8 @@ void ClientSession::closeSlowReader() {
     return;
   }
   stats::bump(worker_.counters().client_slow_closed);
-  MCRING_LOG(Info, "client %llu: closed: read nothing of %llu bytes of replies for %u ms while a "
+  MCRING_LOG(Info,
+             "client %llu: closed: read nothing of %llu bytes of replies for %u ms while a "
              "backend connection waited on it",
              static_cast<unsigned long long>(id_), static_cast<unsigned long long>(outputSize()),
              stallLimitMs());
@@ -549,8 +547,7 @@ bool ClientSession::closeIfIdle(uint64_t now_ms) {
   }
   // The clock restarts at each sweep that finds the client had something going since the last
   // one, so it is closed between timeout_ms and timeout_ms plus two sweep periods after it.
-  const bool busy =
-      !fifo_.empty() || tcp_->output().size() != 0 || requests_ != idle_requests_;
+  const bool busy = !fifo_.empty() || tcp_->output().size() != 0 || requests_ != idle_requests_;
   idle_requests_ = requests_;
   if (busy || idle_since_ms_ == 0) {
     idle_since_ms_ = now_ms;
@@ -590,7 +587,8 @@ bool ClientSession::closeIfRequestStalled(uint64_t now_ms) {
     return false;
   }
   stats::bump(worker_.counters().client_request_timeout_closed);
-  MCRING_LOG(Info, "client %llu: closed: sent part of a request (%zu bytes) and not the rest "
+  MCRING_LOG(Info,
+             "client %llu: closed: sent part of a request (%zu bytes) and not the rest "
              "within %u ms (client_request_timeout)",
              static_cast<unsigned long long>(id_), tcp_->input().size(), timeout_ms);
   close();

@@ -159,22 +159,22 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   protocol::BinaryResponse binary_response_;
   // The request being dispatched came from a binary packet: newRequest gives it this context.
   protocol::BinaryContext binary_pending_;
-  net::Buffer meta_input_;        // a binary request's meta translation, while dispatched
+  net::Buffer meta_input_;  // a binary request's meta translation, while dispatched
   protocol::Request meta_req_;
   net::Buffer* dispatch_input_ = nullptr;
   Dispatcher dispatcher_;
-  uint64_t held_ = 0;             // reply bytes held in this session's requests (budget)
-  uint64_t output_charged_ = 0;   // output bytes charged to the pool's budget at the last sync
-  uint64_t input_reserved_ = 0;   // reservation for a large request being received
-  uint64_t input_need_ = 0;       // that request's whole size
-  uint64_t input_seen_ = 0;       // input bytes at the last look, and when they last grew
+  uint64_t held_ = 0;            // reply bytes held in this session's requests (budget)
+  uint64_t output_charged_ = 0;  // output bytes charged to the pool's budget at the last sync
+  uint64_t input_reserved_ = 0;  // reservation for a large request being received
+  uint64_t input_need_ = 0;      // that request's whole size
+  uint64_t input_seen_ = 0;      // input bytes at the last look, and when they last grew
   uint64_t input_progress_ns_ = 0;
-  bool waiting_input_ = false;    // in the pool's input_waiters
-  uint64_t requests_ = 0;             // requests read so far
-  uint64_t idle_requests_ = 0;        // requests_ at the last idle sweep
-  uint64_t idle_since_ms_ = 0;        // last sweep that saw it busy; 0: none yet
-  uint64_t partial_requests_ = 0;     // requests_ when the partial request was first seen
-  uint64_t partial_since_ms_ = 0;     // sweep that first saw it; 0: no partial request
+  bool waiting_input_ = false;     // in the pool's input_waiters
+  uint64_t requests_ = 0;          // requests read so far
+  uint64_t idle_requests_ = 0;     // requests_ at the last idle sweep
+  uint64_t idle_since_ms_ = 0;     // last sweep that saw it busy; 0: none yet
+  uint64_t partial_requests_ = 0;  // requests_ when the partial request was first seen
+  uint64_t partial_since_ms_ = 0;  // sweep that first saw it; 0: no partial request
   mutable uint64_t peak_buffered_ = 0;
   bool reading_ = true;
   bool read_eof_ = false;

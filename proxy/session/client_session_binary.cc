@@ -76,7 +76,8 @@ void ClientSession::dispatchBinary(net::Buffer& in, uint64_t length) {
   } else {
     // The translation keeps within the limits the binary framer checked; a refusal here is
     // answered with its text error, translated.
-    MCRING_LOG_LIMITED(Warn, "binary translation", "client %llu: binary opcode 0x%02x translated to a refused line",
+    MCRING_LOG_LIMITED(Warn, "binary translation",
+                       "client %llu: binary opcode 0x%02x translated to a refused line",
                        static_cast<unsigned long long>(id_), req.header.opcode);
     rejectRequest(meta_req_);
   }

@@ -16,7 +16,10 @@ class ClientSession;
 class SessionContext : public WorkerContext {
  public:
   SessionContext(const DispatchSteps& steps, const stats::StatsRenderer& reporter)
-      : WorkerContext(steps), reporter_(reporter), stats_views_(*this, reporter), metadumps_(*this) {}
+      : WorkerContext(steps),
+        reporter_(reporter),
+        stats_views_(*this, reporter),
+        metadumps_(*this) {}
 
   const stats::StatsRenderer& reporter() const { return reporter_; }
   // memcached's stats views and version of this worker's pools, fetched and cached.

@@ -19,34 +19,44 @@
 namespace mcring::stats {
 
 // One table: name, kind, meaning (for `stats backends`, /metrics and the README).
-#define MCRING_BACKEND_COUNTERS(X)                                                        \
-  X(requests, Counter, "requests sent (a multi-get fragment counts once)")                 \
-  X(get_keys, Counter, "retrieval keys asked (get/gets/gat/gats keys, mg)")               \
-  X(get_hits, Counter, "retrieval keys found")                                             \
-  X(get_misses, Counter, "retrieval keys not found")                                       \
-  X(warmup_hits, Counter, "misses of this server answered from the key's previous server (warm migration)") \
-  X(stores, Counter, "storage commands (set/add/replace/append/prepend/cas/ms)")          \
-  X(deletes, Counter, "delete and md")                                                     \
-  X(other_commands, Counter, "incr/decr/touch/ma/me/flush_all")                           \
-  X(errors, Counter, "requests failed by a fault of this backend (any reason)")            \
-  X(err_connect_failed, Counter, "requests failed: connect failed")                       \
-  X(err_connection_closed, Counter, "requests failed: connection closed")                 \
-  X(err_timeout, Counter, "requests failed: timeout")                                     \
-  X(err_protocol_error, Counter, "requests failed: unparseable reply")                    \
-  X(err_unavailable, Counter, "requests failed at once during reconnect backoff")         \
-  X(unavailable_misses, Counter, "retrieval keys answered as misses because this backend was unavailable (unavailable_reads: miss)") \
-  X(replica_write_failures, Counter, "replica writes this backend could not take (unavailable, failed, timed out, SERVER_ERROR; replicas > 1)") \
-  X(failover_reads, Counter, "read keys this backend failed to serve (error, timeout, closed, unavailable, or a miss with read_failover_on_miss / in its return window) sent on to the key's next replica") \
-  X(return_flushes, Counter, "flush_all sent to this backend when it came back after missing writes (return_flush)") \
-  X(timeouts, Counter, "connections reset because of a timeout")                          \
-  X(bytes_sent, Counter, "request bytes sent")                                             \
-  X(bytes_received, Counter, "reply bytes received")                                       \
+#define MCRING_BACKEND_COUNTERS(X)                                                                 \
+  X(requests, Counter, "requests sent (a multi-get fragment counts once)")                         \
+  X(get_keys, Counter, "retrieval keys asked (get/gets/gat/gats keys, mg)")                        \
+  X(get_hits, Counter, "retrieval keys found")                                                     \
+  X(get_misses, Counter, "retrieval keys not found")                                               \
+  X(warmup_hits, Counter,                                                                          \
+    "misses of this server answered from the key's previous server (warm migration)")              \
+  X(stores, Counter, "storage commands (set/add/replace/append/prepend/cas/ms)")                   \
+  X(deletes, Counter, "delete and md")                                                             \
+  X(other_commands, Counter, "incr/decr/touch/ma/me/flush_all")                                    \
+  X(errors, Counter, "requests failed by a fault of this backend (any reason)")                    \
+  X(err_connect_failed, Counter, "requests failed: connect failed")                                \
+  X(err_connection_closed, Counter, "requests failed: connection closed")                          \
+  X(err_timeout, Counter, "requests failed: timeout")                                              \
+  X(err_protocol_error, Counter, "requests failed: unparseable reply")                             \
+  X(err_unavailable, Counter, "requests failed at once during reconnect backoff")                  \
+  X(unavailable_misses, Counter,                                                                   \
+    "retrieval keys answered as misses because this backend was unavailable (unavailable_reads: "  \
+    "miss)")                                                                                       \
+  X(replica_write_failures, Counter,                                                               \
+    "replica writes this backend could not take (unavailable, failed, timed out, SERVER_ERROR; "   \
+    "replicas > 1)")                                                                               \
+  X(failover_reads, Counter,                                                                       \
+    "read keys this backend failed to serve (error, timeout, closed, unavailable, or a miss with " \
+    "read_failover_on_miss / in its return window) sent on to the key's next replica")             \
+  X(return_flushes, Counter,                                                                       \
+    "flush_all sent to this backend when it came back after missing writes (return_flush)")        \
+  X(timeouts, Counter, "connections reset because of a timeout")                                   \
+  X(bytes_sent, Counter, "request bytes sent")                                                     \
+  X(bytes_received, Counter, "reply bytes received")                                               \
   X(connections, Gauge, "connections open")
 
 struct BackendStats {
   BackendStats(std::string pool_name, std::string server_identity, std::string server_name)
-      : pool(std::move(pool_name)), identity(std::move(server_identity)),
-        name(std::move(server_name)), keys(12) {}
+      : pool(std::move(pool_name)),
+        identity(std::move(server_identity)),
+        name(std::move(server_name)),
+        keys(12) {}
   const std::string pool;
   const std::string identity;  // host:port
   const std::string name;      // config name or identity

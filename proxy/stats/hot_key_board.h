@@ -28,8 +28,8 @@ namespace mcring::stats {
 struct HotKeyWindow {
   int64_t start_ms = 0;  // unix ms, wall clock
   int64_t end_ms = 0;
-  uint64_t total = 0;    // keyed requests recorded (every key of a multi-get counts)
-  uint64_t floor = 0;    // bound on the count of any key not in `top`
+  uint64_t total = 0;  // keyed requests recorded (every key of a multi-get counts)
+  uint64_t floor = 0;  // bound on the count of any key not in `top`
   size_t memory_bytes = 0;
   std::vector<HotKeySketch::Entry> top;  // highest count first
 };
@@ -45,9 +45,9 @@ struct MergedHotKey {
 struct MergedHotKeys {
   int64_t start_ms = 0;  // the latest window (earliest start and latest end over workers)
   int64_t end_ms = 0;
-  double request_rate = 0;  // the pool's keyed requests per second
-  size_t memory_bytes = 0;  // all workers' sketches for the pool
-  int workers = 0;          // that published a current window
+  double request_rate = 0;         // the pool's keyed requests per second
+  size_t memory_bytes = 0;         // all workers' sketches for the pool
+  int workers = 0;                 // that published a current window
   std::vector<MergedHotKey> keys;  // highest rate first
 };
 

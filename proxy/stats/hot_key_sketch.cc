@@ -71,8 +71,8 @@ std::vector<HotKeySketch::Entry> HotKeySketch::top(size_t limit) const {
   out.reserve(std::min(limit, size_));
   for (uint32_t b = max_bucket_; b != kNone && out.size() < limit; b = bucket_prev_[b]) {
     for (uint32_t s = bucket_head_[b]; s != kNone && out.size() < limit; s = next_[s]) {
-      out.push_back({std::string(&key_[s * kMaxKeyLength], length_[s]), bucket_count_[b],
-                     error_[s]});
+      out.push_back(
+          {std::string(&key_[s * kMaxKeyLength], length_[s]), bucket_count_[b], error_[s]});
     }
   }
   return out;
@@ -89,8 +89,8 @@ size_t HotKeySketch::memoryBytes() const {
 
 size_t HotKeySketch::memoryFor(size_t capacity) {
   capacity = std::max<size_t>(capacity, 1);
-  const size_t per_slot = 2 * sizeof(uint64_t) + sizeof(uint8_t) + kMaxKeyLength +
-                          3 * sizeof(uint32_t);
+  const size_t per_slot =
+      2 * sizeof(uint64_t) + sizeof(uint8_t) + kMaxKeyLength + 3 * sizeof(uint32_t);
   const size_t per_bucket = sizeof(uint64_t) + 3 * sizeof(uint32_t);
   return sizeof(HotKeySketch) + capacity * (per_slot + per_bucket) +
          std::bit_ceil(2 * capacity) * sizeof(int32_t);

@@ -12,8 +12,8 @@
 // a list sorted by count, so that a bump and an eviction are O(1) (a min-heap made every
 // eviction sift the new key to the bottom past all the slots tied at the minimum: 100 ns a key on
 // a uniform stream). All memory is taken by the constructor (slots with room for a key, a hash
-// index, the buckets); a request never allocates, whatever the number of distinct keys. One thread writes and reads
-// it (a worker, which publishes copies of top() for others: hot_key_board.h).
+// index, the buckets); a request never allocates, whatever the number of distinct keys. One thread
+// writes and reads it (a worker, which publishes copies of top() for others: hot_key_board.h).
 #pragma once
 
 #include <cstddef>
@@ -82,9 +82,9 @@ class HotKeySketch {
   std::vector<uint64_t> hash_;
   std::vector<uint64_t> error_;
   std::vector<uint8_t> length_;
-  std::vector<char> key_;           // kMaxKeyLength bytes per slot
-  std::vector<uint32_t> bucket_;    // the slot's bucket
-  std::vector<uint32_t> prev_;      // the bucket's other slots (a doubly linked list)
+  std::vector<char> key_;         // kMaxKeyLength bytes per slot
+  std::vector<uint32_t> bucket_;  // the slot's bucket
+  std::vector<uint32_t> prev_;    // the bucket's other slots (a doubly linked list)
   std::vector<uint32_t> next_;
   // Per bucket: its count, first slot, and neighbours in the list sorted by count (ascending).
   std::vector<uint64_t> bucket_count_;
