@@ -4,7 +4,7 @@ JOBS ?= $(shell nproc)
 FUZZ_SECONDS ?= 30
 SAN_LOGS := $(CURDIR)/build-asan/sanitizer-logs
 
-.PHONY: all deps build test test-release test-release-all test-asan test-asan-run run asan tsan test-tsan \
+.PHONY: all deps build check test test-release test-release-all test-asan test-asan-run run asan tsan test-tsan \
 	fuzz fuzz-run differential package clean
 
 all: build
@@ -15,6 +15,16 @@ deps:
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
 	cmake --build $(BUILD) -j$(JOBS)
+
+# The fast gate, for every change: one release build of the proxy and the unit tests (no
+# benchmarks, no fuzzers), then every test not labelled `slow` — the unit and in-process
+# data-plane tests, the routing vectors, the include graph, the format, `mcring plan` end to end.
+# The integration, bench-smoke and packaging tests are labelled `slow`; `make test` runs them all.
+check: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build $(BUILD) -j$(JOBS) --target check_build
+	cd $(BUILD) && ctest --output-on-failure -j$(JOBS) --timeout 300 -LE slow
+	@echo "make check: passed"
 
 # Everything CI runs, in three steps, each as parallel as 2 cores allow:
 #   1. the release build (gcc);
