@@ -316,7 +316,9 @@ TEST_CASE("warm requests allocate at most once per request") {
     if (sites) {
       printSites();
     }
-    CHECK(per_request <= 1.0);
+    // docs/design.md's figure: under 0.25 per warm request (measured 0.11-0.16); with replicas
+    // each write is two backend requests, and a delete+set pair measured 0.30.
+    CHECK(per_request <= (std::getenv("MCRING_ALLOC_REPLICAS") ? 0.5 : 0.25));
   }
   ::close(fd);
   ::kill(getpid(), SIGTERM);  // the proxy's signal watcher: drain and return from run()
