@@ -1,7 +1,7 @@
 // One client request between being read and its reply being written, in the client's FIFO.
 //
 // Owned by the worker's RequestPool. Referenced by its session (until flushed, or until the
-// session closes) and by every backend connection that still owes it a reply (refs_), so a
+// session closes) and by every backend connection that still owes it a reply (`refs`), so a
 // client that disconnects mid-request cannot leave a backend holding a dangling pointer.
 // Worker-thread only.
 #pragma once

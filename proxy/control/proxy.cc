@@ -262,10 +262,6 @@ void Proxy::onAccept(const std::string& pool, int fd, bool tls_listener) {
   w.postClient(fd, pool, count, std::move(tls));
 }
 
-void Proxy::requestReload(const char* source) {
-  loop_.post([this, source] { reload(source); });
-}
-
 void Proxy::reload(const char* source) {
   if (stopping_) {
     return;

@@ -63,8 +63,6 @@ class Proxy final : public AdminSource {
 
   // Re-reads the config file; keeps the old snapshot if the new one is invalid. Main thread.
   void reload(const char* source) override;
-  // Any thread: asks the main thread to reload (admin endpoint).
-  void requestReload(const char* source);
 
   const ReloadHistory& reloads() const override { return reloads_; }
   const StatsReporter& reporter() const override { return reporter_; }

@@ -10,6 +10,7 @@
 #include "proxy/backend/backend_server.h"
 #include "proxy/backend/spread_write.h"
 #include "proxy/common/clock.h"
+#include "proxy/protocol/meta_set_line.h"
 
 namespace mcring::core {
 
@@ -159,15 +160,8 @@ void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::strin
   }
   PendingRequest* w = detached(worker, &r);
   w->spread_role = SpreadRole::FillWrite;
-  std::string line = "ms ";
-  line.append(e.key);
-  line += ' ';
-  line += std::to_string(v.length);
-  line += " F";
-  line.append(v.flags);
-  line += " T";
-  line += ttl;
-  line += "\r\n";
+  std::string line;
+  protocol::appendMetaSetLine(line, e.key, v.length, v.flags, ttl);
   std::string_view data = unit.substr(rep.line_length);  // the value and its "\r\n"
   net::Buffer& out = conn->output();
   out.append(line);

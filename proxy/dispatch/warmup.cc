@@ -11,6 +11,7 @@
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/worker_context.h"
 #include "proxy/dispatch/multiget.h"
+#include "proxy/protocol/meta_set_line.h"
 
 namespace mcring::core {
 namespace {
@@ -115,15 +116,8 @@ void sendCopy(PendingRequest& r, uint32_t i, const WarmValue& v, std::string_vie
     return;
   }
   std::string_view key = keyOf(r, i);
-  std::string line = "ms ";
-  line.append(key);
-  line += ' ';
-  line += std::to_string(v.length);
-  line += " F";
-  line.append(v.flags);
-  line += " T";
-  line += ttl;
-  line += " ME\r\n";
+  std::string line;
+  protocol::appendMetaSetLine(line, key, v.length, v.flags, ttl, "ME");
   net::Buffer& out = conn->output();
   out.append(line);
   out.append(data);  // value and its "\r\n"

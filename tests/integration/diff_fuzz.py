@@ -48,8 +48,8 @@ Left out, with the reason:
     past the value's "\r\n" into the slab chunk's unused bytes, so it refuses the value as
     non-numeric when a freed item left a '-' there (measured: set and delete items of 23 to 32
     '-' bytes, then `set k 0 0 19` 9223372036854775808 and `incr k 1` is refused, on every
-    key). Whether it does depends on each server's memory history, not on the requests (issue
-    16's "numbers drift"). Stored numbers stay short (15 digits), incr deltas under 2^33.
+    key). Whether it does depends on each server's memory history, not on the requests.
+    Stored numbers stay short (15 digits), incr deltas under 2^33.
   - incr, decr or ma on a value made only of whitespace (a value "\r\n"): strtoull skips it
     and reads on past the value into the slab chunk, so memcached answers from leftover bytes
     (measured: the same `ma` on the same item, non-numeric on one server, HD on the other).

@@ -374,6 +374,10 @@ class Mcring:
     def pid(self):
         return self.proc.pid if self.proc else None
 
+    def stats(self, arg=b""):
+        """`stats` or `stats <arg>` on the data port, parsed (name -> value string)."""
+        return proxy_stats(self.port, arg)
+
     def stop(self):
         rc = stop_process(self.proc) if self.proc else None
         if self._log:
@@ -685,6 +689,12 @@ def parse_stats(reply):
         parts = line.split(b" ", 2)
         out[parts[1].decode()] = parts[2].decode() if len(parts) > 2 else ""
     return out
+
+
+def proxy_stats(port, arg=b""):
+    """`stats` or `stats <arg>` on a new connection to port, parsed (name -> value string)."""
+    with Conn(HOST, port) as c:
+        return parse_stats(c.request(b"stats" + (b" " + arg if arg else b"") + b"\r\n"))
 
 
 def b(s):

@@ -3,7 +3,7 @@ directly: pylibmc (binary=True), php-memcached (OPT_BINARY_PROTOCOL), Dalli (Deb
 ruby-dalli 3.0, binary only) and memjs (npm, binary only). Each runs the same suite of its own
 calls (single and multi get, set/add/replace/append/prepend, cas success and conflict, delete,
 incr/decr with initial values, touch, flush, stats, version, large and too-large values, misses)
-and prints the results; the two runs must print the same. Before issue 21, every call of theirs
+and prints the results; the two runs must print the same. Before these clients were tested, every call of theirs
 through mcring timed out."""
 
 import json

@@ -122,9 +122,9 @@ class DifferentialTest(IntegrationCase):
 
 @requires_proxy
 class Issue16CasesTest(IntegrationCase):
-    """Minimized reproductions of the differences issue 16 lists, each sent to a memcached
+    """Minimized reproductions of the differences the differential fuzzer found, each sent to a memcached
     directly and through mcring (one backend started the same way): same bytes back, same state
-    after. The parser-level halves are unit tests (request_parser_test.cc, "issue 16")."""
+    after. The parser-level halves are unit tests (request_parser_test.cc, "found by the differential fuzzer")."""
 
     @classmethod
     def setUpClass(cls):

@@ -32,7 +32,7 @@ import time
 import unittest
 
 from harness import (HOST, SANITIZED, IntegrationCase, Memcached, Mcring, make_tmpdir, parse_stats,
-                     proc_rss_kb, remove_tmpdir, requires_proxy, server_line)
+                     proc_rss_kb, proxy_stats, remove_tmpdir, requires_proxy, server_line)
 
 BIG = 1000000
 MIB = 1024
@@ -96,15 +96,7 @@ class HostileBase(IntegrationCase):
         return [m.addr for m in self.mcs]
 
     def stats(self, what=b""):
-        with socket.create_connection((HOST, self.port), timeout=10) as s:
-            s.sendall(b"stats" + (b" " + what if what else b"") + b"\r\n")
-            buf = b""
-            while not buf.endswith(b"END\r\n"):
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
-        return parse_stats(buf)
+        return proxy_stats(self.port, what)
 
     def sockets(self):
         socks = []

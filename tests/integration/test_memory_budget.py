@@ -116,15 +116,7 @@ class MemoryBudgetTest(IntegrationCase):
         self.base_kb = proc_rss_kb(self.proxy.pid)
 
     def stats(self):
-        with socket.create_connection((HOST, self.proxy.port), timeout=10) as s:
-            s.sendall(b"stats\r\n")
-            buf = b""
-            while not buf.endswith(b"END\r\n"):
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                buf += chunk
-        return parse_stats(buf)
+        return self.proxy.stats()
 
     def assert_growth_below(self, max_kb, limit_mib, what):
         growth = max_kb - self.base_kb

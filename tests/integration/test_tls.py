@@ -1,4 +1,4 @@
-"""TLS and memcached's authentication, end to end (issue 20).
+"""TLS and memcached's authentication, end to end.
 
 Backends are real memcached processes started with -Z (TLS, certificates generated here with
 `openssl req`) and -Y (ASCII authentication); clients are Python's ssl module and

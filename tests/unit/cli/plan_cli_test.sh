@@ -61,7 +61,7 @@ grep -q "80.00%  if the pool used modula" "$tmp/human.txt" || fail "human output
 grep -q "10.0.0.5:11211 (new)" "$tmp/human.txt" || fail "human output does not mark the new server"
 grep -q "added: *10.0.0.5:11211" "$tmp/human.txt" || fail "human output does not list the added server"
 
-# --- Replicas: moved replica sets beside moved primaries (issue 17) ------------------------------
+# --- Replicas: moved replica sets beside moved primaries ------------------------------
 # Without replicas nothing is added: the replica section exists only when a side has replicas > 1.
 grep -q '"replica_sets"' "$tmp/forward.json" && fail "replicas 1 plan has replica_sets"
 grep -q "Replica sets" "$tmp/human.txt" && fail "replicas 1 human output has a replica section"

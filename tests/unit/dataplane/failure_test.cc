@@ -31,7 +31,9 @@ int64_t msSince(Clock::time_point t) {
 constexpr const char* kErrorReads = "  unavailable_reads: error\n";
 
 // Past any reconnect backoff (at most 1 s).
-void skipBackoff() { mcring::common::advanceClockForTest(2'000'000'000ULL); }
+void skipBackoff() {
+  mcring::common::advanceClockForTest(2'000'000'000ULL);
+}
 
 }  // namespace
 
@@ -138,9 +140,9 @@ TEST_CASE("mg, touch and a forwarded gat are sent again as they were; an mg with
   REQUIRE(b0.expect(wrote) == wrote);
   b0.closeConnection();
   REQUIRE(b0.accept());
-  for (const auto& [line, reply] : {std::pair{"mg k v\r\n", "EN\r\n"},
-                                    std::pair{"touch k 10\r\n", "TOUCHED\r\n"},
-                                    std::pair{"gat 0 k\r\n", "END\r\n"}}) {
+  for (const auto& [line, reply] :
+       {std::pair{"mg k v\r\n", "EN\r\n"}, std::pair{"touch k 10\r\n", "TOUCHED\r\n"},
+        std::pair{"gat 0 k\r\n", "END\r\n"}}) {
     REQUIRE(b0.expect(line) == line);
     REQUIRE(b0.send(reply));
   }
@@ -188,8 +190,8 @@ TEST_CASE("a backend that never answers: the pool's timeout fails its requests, 
   const std::string want = "SERVER_ERROR backend timeout\r\n" + valueUnit(b, "bee") + "END\r\n";
   CHECK(client.read(want.size()) == want);
   const auto waited = msSince(sent);
-  CHECK(waited >= 40);  // libevent's timer, with a little slack for its clock
-  CHECK(waited < 5000);  // not forever (a loaded host can delay a 50 ms timer a lot)
+  CHECK(waited >= 40);         // libevent's timer, with a little slack for its clock
+  CHECK(waited < 5000);        // not forever (a loaded host can delay a 50 ms timer a lot)
   CHECK(b0.waitPeerClosed());  // the connection is reset: its replies can no longer be matched
   CHECK(dp.counters().backend_timeouts.load() == 1);
   CHECK(dp.counters().server_errors.load() == 1);
@@ -314,9 +316,9 @@ TEST_CASE("client_request_timeout closes half-sent requests after the timeout, n
   FakeBackend b0;
   // Swept every 125 ms. mcring's clock is real time plus what the test adds.
   DataPlane dp({&b0}, "  client_request_timeout: 1000\n");
-  auto line = dp.connect();  // a command line without its newline
-  auto data = dp.connect();  // a set whose data block stops half-way
-  auto slow = dp.connect();  // a whole request, in two parts over 400 ms and more
+  auto line = dp.connect();   // a command line without its newline
+  auto data = dp.connect();   // a set whose data block stops half-way
+  auto slow = dp.connect();   // a whole request, in two parts over 400 ms and more
   auto quiet = dp.connect();  // sends nothing: idle, which this timeout leaves alone
   REQUIRE(line.send("get half"));
   REQUIRE(data.send("set k 0 0 10\r\nabcd"));

@@ -28,7 +28,9 @@ int msLeft(Clock::time_point deadline) {
   return left.count() < 0 ? 0 : static_cast<int>(left.count());
 }
 
-Clock::time_point after(int ms) { return Clock::now() + std::chrono::milliseconds(ms); }
+Clock::time_point after(int ms) {
+  return Clock::now() + std::chrono::milliseconds(ms);
+}
 
 // Waits for fd to be readable; false at the deadline.
 bool waitReadable(int fd, Clock::time_point deadline) {
@@ -163,7 +165,9 @@ std::string FakeBackend::readQuiet(int quiet_ms) {
   return out;
 }
 
-bool FakeBackend::send(std::string_view bytes) { return conn_ >= 0 && writeAll(conn_, bytes); }
+bool FakeBackend::send(std::string_view bytes) {
+  return conn_ >= 0 && writeAll(conn_, bytes);
+}
 
 bool FakeBackend::sendSplit(std::string_view bytes, size_t first, int pause_us) {
   if (!send(bytes.substr(0, first))) {
@@ -217,7 +221,9 @@ bool FakeBackend::waitPeerClosed(int timeout_ms) {
 
 // --- TestClient ---
 
-TestClient::~TestClient() { close(); }
+TestClient::~TestClient() {
+  close();
+}
 
 void TestClient::close() {
   if (fd_ >= 0) {
@@ -232,7 +238,9 @@ void TestClient::shutdownWrite() {
   }
 }
 
-bool TestClient::send(std::string_view bytes) { return fd_ >= 0 && writeAll(fd_, bytes); }
+bool TestClient::send(std::string_view bytes) {
+  return fd_ >= 0 && writeAll(fd_, bytes);
+}
 
 bool TestClient::sendSplit(std::string_view bytes, size_t first, int pause_us) {
   if (!send(bytes.substr(0, first))) {
@@ -290,13 +298,13 @@ struct NullRenderer final : mcring::stats::StatsRenderer {
   void renderOwn(std::vector<std::pair<std::string, std::string>>*) const override {}
 };
 
-DataPlane::DataPlane(const std::vector<FakeBackend*>& backends, const std::string& pool_keys)
-    : renderer_(std::make_unique<NullRenderer>()),
-      open_count_(std::make_shared<std::atomic<uint32_t>>(0)) {
+namespace {
+
+std::shared_ptr<const mcring::config::Topology> buildTopology(
+    const std::vector<FakeBackend*>& backends, const std::string& pool_keys, uint64_t generation) {
   // The listen address is never opened: clients come through postClient.
-  std::string yaml =
-      "alpha:\n  listen: 127.0.0.1:1\n  hash: fnv1a_64\n  distribution: ketama\n" + pool_keys +
-      "  servers:\n";
+  std::string yaml = "alpha:\n  listen: 127.0.0.1:1\n  hash: fnv1a_64\n  distribution: ketama\n" +
+                     pool_keys + "  servers:\n";
   for (FakeBackend* b : backends) {
     yaml += "    - 127.0.0.1:" + std::to_string(b->port()) + ":1\n";
   }
@@ -309,12 +317,27 @@ DataPlane::DataPlane(const std::vector<FakeBackend*>& backends, const std::strin
     throw std::runtime_error("config: " + all + yaml);
   }
   std::vector<std::string> errors;
-  topology_ = mcring::config::Topology::build(*loaded.config, 1, &errors);
-  if (!topology_) {
+  auto topology = mcring::config::Topology::build(*loaded.config, generation, &errors);
+  if (!topology) {
     throw std::runtime_error("topology: " + (errors.empty() ? std::string() : errors[0]));
   }
+  return topology;
+}
+
+}  // namespace
+
+DataPlane::DataPlane(const std::vector<FakeBackend*>& backends, const std::string& pool_keys)
+    : renderer_(std::make_unique<NullRenderer>()),
+      open_count_(std::make_shared<std::atomic<uint32_t>>(0)) {
+  topology_ = buildTopology(backends, pool_keys, 1);
   worker_ = std::make_unique<mcring::core::Worker>(0, 1, *renderer_);
   worker_->start(topology_, nullptr);  // plaintext: no TLS contexts
+}
+
+void DataPlane::reconfigure(const std::vector<FakeBackend*>& backends,
+                            const std::string& pool_keys) {
+  topology_ = buildTopology(backends, pool_keys, topology_->generation + 1);
+  worker_->postTopology(topology_, nullptr);
 }
 
 DataPlane::~DataPlane() {
@@ -352,7 +375,9 @@ std::string DataPlane::keyOn(uint32_t server, std::string_view prefix, int n) co
   throw std::runtime_error("no key routes to server " + std::to_string(server));
 }
 
-const mcring::stats::WorkerCounters& DataPlane::counters() const { return worker_->counters(); }
+const mcring::stats::WorkerCounters& DataPlane::counters() const {
+  return worker_->counters();
+}
 
 uint64_t DataPlane::unavailableMisses(uint32_t server) const {
   const std::string identity = topology_->pools[0]->config.servers[server].identity();
@@ -365,7 +390,9 @@ uint64_t DataPlane::unavailableMisses(uint32_t server) const {
   return n;
 }
 
-uint32_t DataPlane::openClients() const { return open_count_->load(); }
+uint32_t DataPlane::openClients() const {
+  return open_count_->load();
+}
 
 bool DataPlane::waitFor(const std::function<bool()>& pred, int timeout_ms) {
   const auto deadline = after(timeout_ms);

@@ -117,6 +117,9 @@ class DataPlane {
   DataPlane(const std::vector<FakeBackend*>& backends, const std::string& pool_keys = "");
   ~DataPlane();
 
+  // A reload: the pool's servers become `backends` (with `pool_keys`), as the main thread's
+  // reload posts a new topology. Clients connected after this call see it.
+  void reconfigure(const std::vector<FakeBackend*>& backends, const std::string& pool_keys = "");
   // A new client session. sndbuf: SO_SNDBUF of the worker's end (0: the default), to make a
   // client's socket fill quickly.
   TestClient connect(int sndbuf = 0);

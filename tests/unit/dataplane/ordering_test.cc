@@ -25,8 +25,8 @@ TEST_CASE("replies leave in request order when backends answer out of order") {
   CHECK(client.silentFor(20));
 
   REQUIRE(b0.send(valueUnit(a, "ay", 5) + "END\r\n"));
-  const std::string want = valueUnit(a, "ay", 5) + "END\r\n" + valueUnit(b, "bee") +
-                           "END\r\nDELETED\r\nMN\r\n";
+  const std::string want =
+      valueUnit(a, "ay", 5) + "END\r\n" + valueUnit(b, "bee") + "END\r\nDELETED\r\nMN\r\n";
   CHECK(client.read(want.size()) == want);
   CHECK(client.silentFor(5));
 }
@@ -72,8 +72,8 @@ TEST_CASE("a multi-get is split per backend and reassembled in key order under o
     const std::string A1 = dp.keyOn(0, "x", 0), A2 = dp.keyOn(0, "x", 1);
     const std::string B1 = dp.keyOn(1, "x", 0), B2 = dp.keyOn(1, "x", 1);
     const std::string C1 = dp.keyOn(2, "x", 0), C2 = dp.keyOn(2, "x", 1);
-    REQUIRE(client.send("gets " + A1 + " " + B1 + " " + C1 + " " + A2 + " " + B2 + " " + C2 +
-                        "\r\n"));
+    REQUIRE(
+        client.send("gets " + A1 + " " + B1 + " " + C1 + " " + A2 + " " + B2 + " " + C2 + "\r\n"));
     // Each backend gets its own keys, in the client's order, in one line.
     CHECK(b0.expect("gets " + A1 + " " + A2 + "\r\n") == "gets " + A1 + " " + A2 + "\r\n");
     CHECK(b1.expect("gets " + B1 + " " + B2 + "\r\n") == "gets " + B1 + " " + B2 + "\r\n");

@@ -518,9 +518,9 @@ TEST_CASE("request parser: a value over memcached's default item size is swallow
   }
 }
 
-// Issue 16, found by the differential fuzzer (tests/integration/diff_fuzz.py): each row is
+// Found by the differential fuzzer (tests/integration/diff_fuzz.py): each row is
 // memcached 1.6.18's answer, measured (in the comment).
-TEST_CASE("request parser: issue 16 case 1, a too-large set with noreply is silent") {
+TEST_CASE("request parser: differential fuzzer case 1, a too-large set with noreply is silent") {
   const RequestParser parser;
   // memcached answers nothing (then MN). 1 MiB is not over item_size_max, so it goes to the
   // server, whose "object too large" the proxy drops for noreply (BackendConnection::deliver);
@@ -537,7 +537,7 @@ TEST_CASE("request parser: issue 16 case 1, a too-large set with noreply is sile
                 /*every_byte=*/false);
 }
 
-TEST_CASE("request parser: issue 16 case 2, ms flags are checked before the size") {
+TEST_CASE("request parser: differential fuzzer case 2, ms flags are checked before the size") {
   const RequestParser parser;
   const std::string line = "ms big1 1048577 T0 c Mp F4294967295\r\n";
   // CLIENT_ERROR invalid mode for ms M token (not SERVER_ERROR object too large for cache),
@@ -583,14 +583,14 @@ const std::vector<RequestCase> kMetaFlagOrder = {
     {"md !!!! b Tx\r\n", {"!md meta_invalid_flag len=14", kDone}},
 };
 
-TEST_CASE("request parser: issue 16, meta flag errors in memcached's order") {
+TEST_CASE("request parser: differential fuzzer, meta flag errors in memcached's order") {
   const RequestParser parser;
   for (const auto& c : kMetaFlagOrder) {
     checkRequests(parser, c, /*every_byte=*/true);
   }
 }
 
-TEST_CASE("request parser: issue 16 case 3, a bare CR inside a line is a key byte") {
+TEST_CASE("request parser: differential fuzzer case 3, a bare CR inside a line is a key byte") {
   const RequestParser parser;
   // VALUE k7 ..., VALUE n0\rget ..., END: memcached splits tokens on spaces only.
   checkRequests(parser, {"get k7 n0\rget x\r\n", {"get keys=k7,n0\\x0dget,x len=17", kDone}},

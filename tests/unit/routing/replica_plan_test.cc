@@ -1,5 +1,5 @@
 // Replica-set plans (planReplicaSets): exact where claimed, consistent with the replica sets of
-// real keys, matched by identity, and the figures `mcring plan` shows for issue 17: adding one
+// real keys, matched by identity, and the figures `mcring plan` shows for replication: adding one
 // server to ten with replicas 2 changes about 2/11 of the sets under a consistent distribution,
 // nearly all under modula.
 #include <doctest/doctest.h>
