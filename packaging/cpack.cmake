@@ -1,5 +1,6 @@
 # Install rules and the Debian package (CPack DEB). Included last from the top-level
-# CMakeLists.txt, so every target (mcring, and mcring-bench when it exists) is already defined.
+# CMakeLists.txt, so the mcring target is already defined. The package ships the proxy only:
+# mcring-bench (bench/) is the project's own experiment tool, built beside it but not installed.
 #
 #   make package                       configure + build + `cpack -G DEB` in build-pkg/
 #   cpack -G DEB --config BUILD/CPackConfig.cmake -B OUTDIR
@@ -9,9 +10,6 @@
 
 # --- what is installed ---------------------------------------------------------------------------
 install(TARGETS mcring RUNTIME DESTINATION bin COMPONENT programs)
-if(TARGET mcring-bench)
-  install(TARGETS mcring-bench RUNTIME DESTINATION bin COMPONENT programs)
-endif()
 
 # Absolute destinations: these paths do not follow the install prefix (Debian layout). CPack's
 # DEB generator stages them under its own DESTDIR.
@@ -27,13 +25,10 @@ install(DIRECTORY ${CMAKE_CURRENT_LIST_DIR}/monitoring/ DESTINATION share/doc/mc
         COMPONENT system FILES_MATCHING PATTERN "*.yml" PATTERN "*.json")
 
 # Man pages: packaging/NAME.SECTION.md -> NAME.SECTION (go-md2man, from packaging/deps.sh build)
-# -> gzip -9n: mcring(8) always, mcring-bench(1) when it is built.
+# -> gzip -9n: mcring(8).
 find_program(MCRING_GO_MD2MAN go-md2man)
 find_program(MCRING_GZIP gzip)
 set(_man_pages mcring.8)
-if(TARGET mcring-bench)
-  list(APPEND _man_pages mcring-bench.1)
-endif()
 if(MCRING_GO_MD2MAN AND MCRING_GZIP)
   set(_man_outputs "")
   foreach(_page ${_man_pages})

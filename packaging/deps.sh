@@ -9,7 +9,8 @@ build_pkgs+=(go-md2man dpkg-dev file)  # make package: man page, dpkg-shlibdeps 
 test_pkgs=(memcached clang-format libmemcached-tools python3 python3-pymemcache python3-pylibmc php-cli php-memcached php-memcache ruby ruby-dalli nodejs netcat-openbsd prometheus clang-14
            libclang-rt-14-dev)
 test_pkgs+=(chromium)  # headless browser of the console test (tests/integration/test_console.py)
-bench_pkgs=(nutcracker gnuplot-nox)
+test_pkgs+=(nutcracker)  # bench_compare_smoke: bench/compare.py against twemproxy
+bench_pkgs=(gnuplot-nox)
 
 want=()
 case "${1:-test}" in

@@ -28,8 +28,8 @@ const char kUsage[] = R"(usage: mcring-bench hotkeys [options]
 
 The ring lab's hot-key scenario, live: N memcached servers behind mcring, a cache-aside load
 (open loop) with --hot-share of its gets on one key and the rest uniform, and each server's share
-of the gets as the servers count them (their own cmd_get). One run per --spread value: 0 is
-mcring as it routes today; R >= 2 sets `hot_key_spread: R` (if this mcring has it).
+of the gets as the servers count them (their own cmd_get). One run per --spread value: 0 leaves
+`hot_key_spread` out; R >= 2 sets `hot_key_spread: R`.
 
   --backends N        memcached servers (default 10)
   --spread LIST       hot_key_spread values, comma-separated (default 0)

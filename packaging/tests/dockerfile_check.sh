@@ -14,7 +14,7 @@
 #      (skipped with a note when the binary serves no admin endpoint).
 #
 #   packaging/tests/dockerfile_check.sh [--build-dir DIR] [--dockerfile FILE] [BINARY ...]
-# Binaries default to mcring and mcring-bench in DIR (default: build-pkg/, else build/).
+# Binaries default to mcring in DIR (default: build-pkg/, else build/).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,7 +37,7 @@ if [ -z "$build_dir" ]; then
   done
 fi
 if [ ${#bins[@]} -eq 0 ] && [ -n "$build_dir" ]; then
-  for b in mcring mcring-bench; do
+  for b in mcring; do
     if [ -x "$build_dir/$b" ]; then bins+=("$build_dir/$b"); fi
   done
 fi

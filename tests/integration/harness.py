@@ -64,6 +64,12 @@ def _track(proc):
     return proc
 
 
+def spawn(cmd, **popen_kw):
+    """Starts `cmd` as a tracked child (ended at exit; SIGKILL if this process dies). Used by
+    bench/launch.py for the processes the harness has no class for (nutcracker, generators)."""
+    return _track(subprocess.Popen(cmd, preexec_fn=_die_with_parent, **popen_kw))
+
+
 def stop_process(proc, sig=signal.SIGTERM, wait=3.0):
     """Ends one child we started: `sig`, then SIGKILL after `wait` seconds. Returns its exit code."""
     if proc is None:

@@ -1,23 +1,22 @@
-#!/usr/bin/env bash
-# Smoke test of `mcring-bench stampede --replicas 1,2` (issue 17): a tiny crash run (kill -9 of one
-# backend of 4, ketama) once with replicas 1 and once with replicas 2. With 2, every key is on two
-# backends, the warm-up's backend writes are twice the client's, and the first second after the
-# kill stays at the baseline (reads fail over); with 1, the dead server's keys are lost (misses, whose refill sets fail).
-#
-# usage: stampede_replicas_smoke.sh path/to/mcring-bench path/to/mcring
-# Exit 77 = skipped (no memcached), as CTest's SKIP_RETURN_CODE.
-set -euo pipefail
+#!/usr/bin/env python3
+"""Smoke test of `mcring-bench stampede --replicas 1,2` (issue 17): a tiny crash run (kill -9 of one
+backend of 4, ketama) once with replicas 1 and once with replicas 2. With 2, every key is on two
+backends, the warm-up's backend writes are twice the client's, and the first second after the
+kill stays at the baseline (reads fail over); with 1, the dead server's keys are lost (misses,
+whose refill sets fail).
 
-bench=${1:?usage: stampede_replicas_smoke.sh path/to/mcring-bench path/to/mcring}
-mcring=${2:?usage: stampede_replicas_smoke.sh path/to/mcring-bench path/to/mcring}
-source "$(dirname "$0")/stampede_common.sh"
-run_stampede 180 --scenario crash --distributions ketama,jump --replicas 1,2 --backends 4 \
-  --keys 5000 --before 2 --after 2 --rate 1000 --connections 4
+usage: stampede_replicas_smoke.py path/to/mcring-bench path/to/mcring
+Exit 77 = skipped (no memcached), as CTest's SKIP_RETURN_CODE.
+"""
 
-/usr/bin/python3 - "$work/summary.json" <<'PY'
-import json, sys
+import sys
 
-doc = json.load(open(sys.argv[1]))
+from stampede_run import finish, run_stampede, skip_without_memcached
+
+skip_without_memcached()
+doc, _ = run_stampede(sys.argv[1], sys.argv[2], 180, [
+    "--scenario", "crash", "--distributions", "ketama,jump", "--replicas", "1,2", "--backends", "4",
+    "--keys", "5000", "--before", "2", "--after", "2", "--rate", "1000", "--connections", "4"])
 runs = {r["label"]: r for r in doc["runs"]}
 checks = [
     ("params list the replica counts", doc["params"].get("replicas") == [1, 2]),
@@ -52,9 +51,4 @@ if sorted(runs) == ["jump", "ketama", "ketama+r2"]:
         ("no client writes in a crash (nothing to refill): load amplification null",
          two["load_client_writes"] == 0 and two["write_amplification_load"] is None),
     ]
-failed = [name for name, ok in checks if not ok]
-for name in failed:
-    print("FAIL:", name)
-sys.exit(1 if failed else 0)
-PY
-echo "PASS: bench_stampede_replicas_smoke"
+finish("bench_stampede_replicas_smoke", checks)

@@ -1,31 +1,29 @@
-#!/usr/bin/env bash
-# Smoke test of `mcring-bench stampede`: a tiny add run (4 -> 5 backends, modula and ketama, each
-# without and with warm migration: --warmup) must produce a well-formed summary whose numbers make
-# sense, with a cold and a warm run per distribution, and leave no process behind.
-#
-# usage: stampede_smoke.sh path/to/mcring-bench path/to/mcring
-# Checks shape and sanity, not timing (the machine may be busy). Exit 77 = skipped (no
-# memcached), as CTest's SKIP_RETURN_CODE.
-set -euo pipefail
+#!/usr/bin/env python3
+"""Smoke test of `mcring-bench stampede`: a tiny add run (4 -> 5 backends, modula and ketama, each
+without and with warm migration: --warmup) must produce a well-formed summary whose numbers make
+sense, with a cold and a warm run per distribution, and leave no process behind.
 
-bench=${1:?usage: stampede_smoke.sh path/to/mcring-bench path/to/mcring}
-mcring=${2:?usage: stampede_smoke.sh path/to/mcring-bench path/to/mcring}
-source "$(dirname "$0")/stampede_common.sh"
-run_stampede 240 --distributions modula,ketama --backends 4 --keys 5000 --before 2 \
-  --after 2 --rate 1000 --connections 4 --warmup
-started=$(grep -c '^stampede: pid [0-9]* started' "$work/stderr" || true)
-if [[ "$started" -lt 24 ]]; then
-  echo "FAIL: expected at least 24 processes (4 runs x (5 memcached + mcring)), saw $started"
-  exit 1
-fi
+usage: stampede_smoke.py path/to/mcring-bench path/to/mcring
+Checks shape and sanity, not timing (the machine may be busy). Exit 77 = skipped (no memcached),
+as CTest's SKIP_RETURN_CODE.
+"""
 
-/usr/bin/python3 - "$work/summary.json" <<'EOF'
-import csv, json, os, sys
+import csv
+import os
+import sys
 
-doc = json.load(open(sys.argv[1]))
+from stampede_run import finish, run_stampede, skip_without_memcached
+
+skip_without_memcached()
+doc, stderr = run_stampede(sys.argv[1], sys.argv[2], 240, [
+    "--distributions", "modula,ketama", "--backends", "4", "--keys", "5000", "--before", "2",
+    "--after", "2", "--rate", "1000", "--connections", "4", "--warmup"])
+started = sum(1 for line in stderr.splitlines()
+              if line.startswith("stampede: pid ") and " started" in line)
 # --warmup: every distribution twice, a cold run (warmup false) and a warm one (warmup true).
 pairs = sorted((r.get("distribution"), r.get("warmup")) for r in doc["runs"])
 checks = [
+    ("at least 24 processes started (4 runs x (5 memcached + mcring))", started >= 24),
     ("four runs: modula and ketama, each with warmup false and true",
      pairs == [("ketama", False), ("ketama", True), ("modula", False), ("modula", True)]),
     ("every run's warmup is a JSON boolean",
@@ -98,9 +96,4 @@ for d in ("modula", "ketama"):
         (f"{d}+warmup: first second after within 0.1 of the hit ratio before",
          (warm.get("hit_ratio_after") or 0) >= (warm.get("hit_ratio_before") or 1) - 0.1),
     ]
-failed = [name for name, ok in checks if not ok]
-for name in failed:
-    print("FAIL:", name)
-sys.exit(1 if failed else 0)
-EOF
-echo "PASS: bench_stampede_smoke"
+finish("bench_stampede_smoke", checks)
