@@ -253,8 +253,28 @@ class TlsHandshakeDeadlineOption(TlsTestBase):
             print("\nclosed after %.2f s (tls_handshake_timeout: 800 ms)" % took)
             self.assertEqual(data, b"")
             self.assertLess(took, 8.0)  # not the 5 s default plus slack
-            time.sleep(0.5)  # past the deadline for `kept` too
-            self.assert_tls_served(kept)
+            # A deadline for the whole handshake, not a gap between bytes: dripping a ClientHello
+            # (a record header announcing 512 bytes, then one byte every 100 ms) does not help.
+            with socket.create_connection((HOST, self.tls_port), timeout=5) as s:
+                t0 = time.monotonic()
+                s.sendall(bytes.fromhex("1603010200"))
+                closed = False
+                for _ in range(100):  # 10 s at most
+                    try:
+                        s.sendall(b"\x01")
+                        s.settimeout(0.1)
+                        closed = s.recv(4096) == b""
+                    except socket.timeout:
+                        continue
+                    except OSError:
+                        closed = True
+                    if closed:
+                        break
+                took = time.monotonic() - t0
+            print("dripping client closed after %.2f s" % took)
+            self.assertTrue(closed)
+            self.assertLess(took, 8.0)
+            self.assert_tls_served(kept)  # past the deadline: a finished handshake is kept
         finally:
             kept.close()
 
