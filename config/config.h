@@ -94,6 +94,9 @@ struct PoolConfig {
   // A client that sent part of a request is closed if the rest has not arrived this long after
   // the part was first seen. 0: never.
   uint32_t client_request_timeout_ms = 30000;
+  // A client of a TLS listener that has not finished its handshake this long after it connected
+  // is closed. 0: never.
+  uint32_t tls_handshake_timeout_ms = 5000;
   // Warm migration: for this long after a membership change, a miss on a key whose server
   // changed is answered from its previous server and copied to the new one. 0: off.
   uint32_t warmup_window_ms = 0;

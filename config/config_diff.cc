@@ -97,6 +97,8 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
             str(b.client_idle_timeout_ms));
   keyChange(&k, "client_request_timeout", str(a.client_request_timeout_ms),
             str(b.client_request_timeout_ms));
+  keyChange(&k, "tls_handshake_timeout", str(a.tls_handshake_timeout_ms),
+            str(b.tls_handshake_timeout_ms));
   keyChange(&k, "warmup_window", str(a.warmup_window_ms), str(b.warmup_window_ms));
   keyChange(&k, "warmup_max_inflight", str(a.warmup_max_inflight), str(b.warmup_max_inflight));
   keyChange(&k, "hot_keys", str(a.hot_keys), str(b.hot_keys));

@@ -662,6 +662,19 @@ const std::array kPoolKeys = {
         .show = [](const PoolConfig& p) { return p.tls_ciphers; },
     },
     PoolKey{
+        .name = "tls_handshake_timeout", .type = "integer (ms)", .origin = KeyOrigin::Mcring,
+        .meaning = "A client of the pool's TLS listener that has not finished its TLS handshake "
+                   "this many ms after it connected is closed (counted in "
+                   "`client_tls_handshake_timeouts`): a deadline for the whole handshake, so a "
+                   "client that sends part of a ClientHello, or drips it, cannot hold its "
+                   "`client_connections` slot and tens of KiB of TLS buffers for ever. 0: never. "
+                   "Default 5000: a handshake is two round trips.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.tls_handshake_timeout_ms, 0, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.tls_handshake_timeout_ms); },
+    },
+    PoolKey{
         .name = "server_tls", .type = "bool", .origin = KeyOrigin::Mcring,
         .meaning = "Connect to the pool's servers with TLS (memcached `-Z`). A server entry "
                    "ending in `tls=on` or `tls=off` differs from this. TLS connections are "

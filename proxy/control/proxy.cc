@@ -249,10 +249,14 @@ void Proxy::onAccept(const std::string& pool, int fd, bool tls_listener) {
   uint32_t limit = topo != nullptr ? topo->config.client_connections : 0;
   if (limit != 0 && count->load(std::memory_order_relaxed) >= limit) {
     // Accept-and-explain rather than refuse: the client sees why, in the protocol it speaks,
-    // with the line memcached sends when it is at its -c limit.
-    static constexpr char kMsg[] = "ERROR Too many open connections\r\n";
-    ssize_t ignored = ::send(fd, kMsg, sizeof(kMsg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-    (void)ignored;
+    // with the line memcached sends when it is at its -c limit. A TLS client is only closed: it
+    // would read that plaintext line as a broken record (OpenSSL: WRONG_VERSION_NUMBER), and
+    // answering in TLS would cost the handshake the limit is there to refuse.
+    if (!tls) {
+      static constexpr char kMsg[] = "ERROR Too many open connections\r\n";
+      ssize_t ignored = ::send(fd, kMsg, sizeof(kMsg) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+      (void)ignored;
+    }
     ::close(fd);
     reporter_.countRejectedConnection();
     return;

@@ -139,7 +139,7 @@ void Worker::acceptClient(int fd, const std::string& pool_name,
     return;
   }
   auto* session = new ClientSession(*this, *it->second, next_session_id_++, std::move(open_count));
-  net::TlsSetup setup{std::move(tls), {}};
+  net::TlsSetup setup{std::move(tls), {}, it->second->config().tls_handshake_timeout_ms};
   if (!session->attach(fd, setup.context ? &setup : nullptr)) {
     delete session;
     return;

@@ -1,6 +1,8 @@
 // StatsViews: fetching a view from every server of a pool, caching it, answering the waiters.
 #include "proxy/dispatch/stats_views.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 
 #include "mcring_version.h"
@@ -35,7 +37,7 @@ class StatsViews::Fetch final : public RequestOwner {
     const bool fresh = have_ && topology_ == pool.topology.get() && view_ != StatsView::CacheDump &&
                        now - fetched_ns_ < kFreshMs * 1000000;
     if (fresh) {
-      deliver(r, compose(answers_).reply);
+      deliver(r, compose(answers_, pool).reply);
       return;
     }
     ++r->refs;
@@ -151,10 +153,10 @@ class StatsViews::Fetch final : public RequestOwner {
     }
     have_ = true;
     fetched_ns_ = common::monotonicNs();
-    protocol::MergedStats merged = compose(answers_);
+    protocol::MergedStats merged = compose(answers_, *pool_);
     stats::bump(owner_.worker_.counters().stats_fetch_failures, merged.failed);
     if (view_ == StatsView::General && merged.failed > 0) {
-      merged = compose(answers_);  // its own counters then include this fetch's failures
+      merged = compose(answers_, *pool_);  // its own counters then include this fetch's failures
     }
     if (!merged.version.empty()) {
       owner_.learnVersion(pool_name_, merged.version);
@@ -196,7 +198,8 @@ class StatsViews::Fetch final : public RequestOwner {
     owner_.worker_.requests().release(q);
   }
 
-  protocol::MergedStats compose(const std::vector<std::optional<std::string>>& answers) const {
+  protocol::MergedStats compose(const std::vector<std::optional<std::string>>& answers,
+                                const PoolRuntime& pool) const {
     std::vector<protocol::ServerAnswer> views;
     views.reserve(answers.size());
     for (const auto& a : answers) {
@@ -205,8 +208,22 @@ class StatsViews::Fetch final : public RequestOwner {
     protocol::StatList own;
     if (view_ == StatsView::General) {
       owner_.renderer_.renderOwn(&own);
+      own.emplace_back("max_connections", std::to_string(maxConnections(pool)));
     }
     return protocol::mergeStats(view_, views, own, owner_.versionOf(pool_name_));
+  }
+
+  // The limit a client of this pool meets (memcached's -c, next to curr_connections): the pool's
+  // client_connections, or with none the process's limit on open files.
+  static uint64_t maxConnections(const PoolRuntime& pool) {
+    const uint32_t limit = pool.config().client_connections;
+    if (limit != 0) {
+      return limit;
+    }
+    rlimit files{};
+    return getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur != RLIM_INFINITY
+               ? static_cast<uint64_t>(files.rlim_cur)
+               : 0;
   }
 
   StatsViews& owner_;

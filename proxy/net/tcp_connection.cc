@@ -117,6 +117,10 @@ void TcpConnection::close() {
     event_free(read_ev_);
     event_free(write_ev_);
     read_ev_ = write_ev_ = nullptr;
+    if (handshake_deadline_ != nullptr) {
+      event_free(handshake_deadline_);
+      handshake_deadline_ = nullptr;
+    }
     if (ssl_ != nullptr) {
       // close_notify, best effort (the socket is non-blocking; nothing waits for the peer's).
       if (!handshaking_ && SSL_is_init_finished(ssl_) && tls_error_.empty()) {
@@ -198,6 +202,16 @@ std::unique_ptr<TcpConnection> TcpConnection::adopt(EventLoop& loop, int fd,
   }
   if (tls != nullptr && !conn->startTls(*tls, /*server=*/true)) {
     return nullptr;
+  }
+  if (tls != nullptr && tls->handshake_timeout_ms > 0) {
+    // A deadline for the whole handshake, not a gap between reads: a client that drips a byte
+    // now and then is closed too.
+    conn->handshake_deadline_ =
+        evtimer_new(loop.raw(), &TcpConnection::onHandshakeDeadline, conn.get());
+    const timeval tv = toTimeval(tls->handshake_timeout_ms);
+    if (conn->handshake_deadline_ == nullptr || evtimer_add(conn->handshake_deadline_, &tv) != 0) {
+      return nullptr;
+    }
   }
   conn->read_enabled_ = true;
   conn->write_enabled_ = true;
@@ -371,6 +385,16 @@ void TcpConnection::flushQueued() {
   writeOutput(g, false);
 }
 
+void TcpConnection::onHandshakeDeadline(int, short, void* arg) {
+  auto* self = static_cast<TcpConnection*>(arg);
+  if (self->fd_ < 0 || self->ssl_ == nullptr || SSL_is_init_finished(self->ssl_)) {
+    return;
+  }
+  Guard g(self);
+  self->handshake_timed_out_ = true;
+  self->fail(g, CloseReason::Timeout, ETIMEDOUT);
+}
+
 void TcpConnection::onReadEvent(int, short what, void* arg) {
   static_cast<TcpConnection*>(arg)->handleRead(what);
 }
@@ -490,6 +514,10 @@ void TcpConnection::handleRead(short what) {
     updateReadEvent();
   }
   if (ssl_ != nullptr) {
+    if (handshake_deadline_ != nullptr && SSL_is_init_finished(ssl_)) {
+      event_free(handshake_deadline_);  // (a server-side handshake is driven by the reads)
+      handshake_deadline_ = nullptr;
+    }
     if (read_armed_ && tlsBuffered()) {
       event_active(read_ev_, EV_READ, 0);  // the per-event bound stopped it: go on next pass
     }

@@ -55,7 +55,9 @@ class TcpConnection {
   // Wraps an accepted socket; starts reading. keepalive: SO_KEEPALIVE, so dead clients are
   // noticed (twemproxy's tcpkeepalive).
   // tls (a server context): the client must open with a TLS handshake; a client that does
-  // not, or whose certificate is refused, is closed (onClosed(Error), tlsError() says why).
+  // not, or whose certificate is refused, is closed (onClosed(Error), tlsError() says why); one
+  // that has not finished it within tls->handshake_timeout_ms of now is closed with
+  // onClosed(Timeout) (handshakeTimedOut()).
   static std::unique_ptr<TcpConnection> adopt(EventLoop& loop, int fd, ConnectionHandler* handler,
                                               bool keepalive = false,
                                               const TlsSetup* tls = nullptr);
@@ -86,6 +88,8 @@ class TcpConnection {
   bool isTls() const { return ssl_ != nullptr; }
   // Why the TLS layer failed (OpenSSL's reason), for the owner's log line; "" if it did not.
   const std::string& tlsError() const { return tls_error_; }
+  // Closed because the client had not finished its TLS handshake in time (server side).
+  bool handshakeTimedOut() const { return handshake_timed_out_; }
 
  private:
   friend class EventLoop;
@@ -117,6 +121,7 @@ class TcpConnection {
   static void onWriteEvent(int fd, short what, void* arg);
   static void onOutputChanged(evbuffer*, const evbuffer_cb_info* info, void* arg);
   static void onInputChanged(evbuffer*, const evbuffer_cb_info* info, void* arg);
+  static void onHandshakeDeadline(int fd, short what, void* arg);
 
   void handleRead(short what);
   void handleWrite(short what);
@@ -171,7 +176,10 @@ class TcpConnection {
   bool tls_needs_socket_ = false;
   // OpenSSL holds bytes a readiness event will not announce (decrypted data, whole records).
   bool tlsBuffered() const;
-  bool handshaking_ = false;       // client side: TCP connected, handshake not finished
+  bool handshaking_ = false;  // client side: TCP connected, handshake not finished
+  // Server side: fires if the client's handshake is not finished in time; freed once it is.
+  event* handshake_deadline_ = nullptr;
+  bool handshake_timed_out_ = false;
   bool read_wants_write_ = false;  // SSL_read needs the socket writable (retry on EV_WRITE)
   bool write_wants_read_ = false;  // SSL_write needs bytes from the peer (retry after a read)
   std::string tls_error_;

@@ -8,6 +8,7 @@
 // none. Only net sees OpenSSL's SSL types.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -65,10 +66,12 @@ class TlsContext {
 };
 
 // What a connection's TLS is set up with: the context and, for the client side, the name to
-// send as SNI and to verify the certificate against (a host name or an IP address).
+// send as SNI and to verify the certificate against (a host name or an IP address); for the
+// server side, how long an accepted client has to finish its handshake (0: for ever).
 struct TlsSetup {
   std::shared_ptr<const TlsContext> context;
   std::string peer_name;
+  uint32_t handshake_timeout_ms = 0;
 };
 
 // The most recent OpenSSL error queue as one line (and clears it).

@@ -19,8 +19,10 @@ struct Span {
 };
 
 // Why a request was rejected, with memcached's own reply text. One table for enum and text; the
-// counter name is the identifier in snake_case. Rows below LineTooLong are memcached 1.6.18's
-// command-specific texts (which command gives which is in request_parser.cc).
+// counter name is the identifier in snake_case. Rows below HttpRequestLine are memcached 1.6.18's
+// command-specific texts (which command gives which is in request_parser.cc). LineTooLong and
+// HttpRequestLine have no text: memcached hangs up without a reply (the parser sets noreply and
+// close on them).
 #define MCRING_REQUEST_ERRORS(X)                                                         \
   X(None, "")                                                                            \
   X(UnknownCommand, "ERROR")                                                             \
@@ -30,7 +32,8 @@ struct Span {
   X(Base64Key, "CLIENT_ERROR error decoding key")                                        \
   X(BadDataChunk, "CLIENT_ERROR bad data chunk")                                         \
   X(TooLarge, "SERVER_ERROR object too large for cache")                                 \
-  X(LineTooLong, "CLIENT_ERROR line too long")                                           \
+  X(LineTooLong, "")                                                                     \
+  X(HttpRequestLine, "")                                                                 \
   X(InvalidExptime, "CLIENT_ERROR invalid exptime argument")                             \
   X(InvalidDelta, "CLIENT_ERROR invalid numeric delta argument")                         \
   X(DeleteUsage, "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]") \
@@ -61,7 +64,8 @@ std::string_view requestErrorName(RequestError e);
 // Filled by RequestParser::parse(). Reused across requests (the parser clears it), so a session
 // keeps one and the key vector stops allocating after warm-up.
 struct Request {
-  // Also set when parse() returns Invalid, except for UnknownCommand and LineTooLong.
+  // Also set when parse() returns Invalid, except for UnknownCommand, LineTooLong and
+  // HttpRequestLine.
   Command command = Command::Get;
   // Bytes of the command line including its terminator ("\r\n", or a bare "\n" as memcached
   // accepts).

@@ -238,7 +238,18 @@ class LineParser {
     size_t pos = 0;
     Span name;
     // memcached: fewer than one token, or a command shorter than 2 bytes, is "ERROR".
-    if (!nextToken(line_, pos, name) || !lookupCommand(name.in(line_), &req_.command)) {
+    if (!nextToken(line_, pos, name)) {
+      return fail(RequestError::UnknownCommand);
+    }
+    if (!lookupCommand(name.in(line_), &req_.command)) {
+      tokens_.at[0] = name;
+      tokens_.count = 1;
+      tokenize(line_, pos, tokens_);
+      if (hangsUpAsHttp()) {
+        req_.noreply = true;
+        req_.close = true;
+        return fail(RequestError::HttpRequestLine);
+      }
       return fail(RequestError::UnknownCommand);
     }
     setArgs(pos);
@@ -294,6 +305,29 @@ class LineParser {
  private:
   std::string_view tok(size_t i) const { return tokens_.at[i].in(line_); }
   size_t count() const { return tokens_.count; }
+
+  // memcached's last branch of process_command_ascii: a command it does not know whose last
+  // token starts with "HTTP/" is an HTTP request (a browser page talking to the cache across
+  // protocols, t/malicious-commands.t), and it hangs up at once. Only a command that no earlier
+  // branch took gets there: at least 2 bytes, not a two-byte m command, not starting with g, s,
+  // a, c, i, d or t (those branches answer ERROR themselves), and none of the names memcached
+  // knows and mcring does not serve. tokenize_command stops at 23 tokens, so "last" is the 23rd
+  // of a longer line.
+  bool hangsUpAsHttp() const {
+    const std::string_view name = tok(0);
+    if (name.size() < 2 || (name[0] == 'm' && name.size() == 2) ||
+        std::string_view("gsacidt").find(name[0]) != std::string_view::npos) {
+      return false;
+    }
+    for (const std::string_view known : {"bget", "watch", "lru", "extstore", "refresh_certs"}) {
+      if (name == known) {
+        return false;
+      }
+    }
+    constexpr size_t kMemcachedTokens = 23;  // MAX_TOKENS - 1
+    const std::string_view last = tok(std::min(count(), kMemcachedTokens) - 1);
+    return last.substr(0, 5) == "HTTP/";
+  }
 
   ParseStatus fail(RequestError error, uint64_t swallow = 0) {
     req_.error = error;
@@ -721,8 +755,11 @@ void resetRequest(Request& req) {
   req.close = false;
 }
 
+// memcached hangs up, without a reply, on more than 2048 bytes without a newline that are not a
+// get/gets line.
 ParseStatus lineTooLong(Request& req) {
   req.error = RequestError::LineTooLong;
+  req.noreply = true;
   req.close = true;
   req.line_length = 0;
   return ParseStatus::Invalid;

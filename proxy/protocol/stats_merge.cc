@@ -115,6 +115,7 @@ constexpr std::string_view kProxyFields[] = {
     "rusage_user",
     "rusage_system",
     "threads",
+    "max_connections",
     "curr_connections",
     "total_connections",
     "rejected_connections",

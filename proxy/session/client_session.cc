@@ -520,7 +520,16 @@ void ClientSession::onClosed(net::CloseReason reason, int error) {
     }
     return;
   }
-  if (tcp_ && tcp_->isTls() && !tcp_->tlsError().empty()) {
+  if (tcp_ && tcp_->handshakeTimedOut()) {
+    // Connected and sent part of a handshake, or nothing, and stopped: it would hold its
+    // client_connections slot and OpenSSL's buffers for ever.
+    stats::bump(worker_.counters().client_tls_handshake_timeouts);
+    MCRING_LOG_LIMITED(Info, "client tls handshake",
+                       "client %llu: TLS handshake not finished within %u ms "
+                       "(tls_handshake_timeout), closing",
+                       static_cast<unsigned long long>(id_),
+                       pool_->config().tls_handshake_timeout_ms);
+  } else if (tcp_ && tcp_->isTls() && !tcp_->tlsError().empty()) {
     // A plaintext client on a TLS listener, a refused certificate, a broken record: only this
     // connection ends.
     stats::bump(worker_.counters().client_tls_failures);

@@ -44,6 +44,9 @@ namespace mcring::stats {
   X(client_tls_failures, Counter,                                                                  \
     "client connections of a TLS listener closed by a TLS failure (not TLS, refused certificate, " \
     "...)")                                                                                        \
+  X(client_tls_handshake_timeouts, Counter,                                                        \
+    "client connections of a TLS listener closed for not finishing the handshake within "          \
+    "tls_handshake_timeout")                                                                       \
   X(server_errors, Counter, "requests answered with SERVER_ERROR because of a backend fault")      \
   X(unavailable_misses, Counter,                                                                   \
     "retrieval keys answered as misses because their backend was unavailable (unavailable_reads: " \

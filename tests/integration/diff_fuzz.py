@@ -27,7 +27,7 @@ Left out, with the reason:
   - `stats` and `version`: answered by mcring for the pool by design (test_stats_views.py).
   - lines over 2048 bytes without a newline, except get/gets lines: memcached accepts them when
     they arrive in one read and closes the connection silently otherwise, mcring decides the
-    same whatever the split (CLIENT_ERROR line too long, then it closes); README "Differences
+    same whatever the split (it closes without a reply); README "Differences
     from memcached". So no line is longer than 2048 bytes, and a data block that could be read
     as a line (after a rejected command line) has a newline within every 2048 bytes.
   - gat/gats lines over 2048 bytes: memcached accepts them only in one read (same section).

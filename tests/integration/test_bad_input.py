@@ -4,7 +4,7 @@ where memcached does (each case is also sent to a plain memcached and must match
 import time
 import unittest
 
-from harness import DIRECT, ERROR_PREFIXES, SharedClusterCase
+from harness import SharedClusterCase
 
 K251 = b"k" * 251
 K250 = b"k" * 250
@@ -78,6 +78,43 @@ CASES = [
     ("delete 0 noreply", b"delete k 0 noreply\r\n", b""),
     ("key of exactly 250 bytes", b"set " + K250 + b" 0 0 1\r\nx\r\nget " + K250 + b"\r\n",
      b"STORED\r\nVALUE " + K250 + b" 0 1\r\nx\r\nEND\r\n"),
+    # A last token starting with "HTTP/" hangs up only in the last branch of memcached's command
+    # dispatch (HTTP_HANGUPS below); these lines never reach it, or have another last token.
+    ("HTTP/ after a g command", b"gxx / HTTP/1.0\r\n", b"ERROR\r\n"),
+    ("HTTP/ after an s command", b"sxx HTTP/1.0\r\n", b"ERROR\r\n"),
+    ("HTTP/ after a one-byte command", b"H HTTP/1.1\r\n", b"ERROR\r\n"),
+    ("HTTP/ after a two-byte m command", b"mx HTTP/1.1\r\n", b"ERROR\r\n"),
+    ("HTTP/ after watch", b"watch HTTP/1.1\r\n", b"ERROR\r\n"),
+    ("HTTP/ after lru", b"lru HTTP/1.1\r\n", b"ERROR\r\n"),
+    ("HTTP/ after extstore", b"extstore HTTP/1.1\r\n", b"ERROR\r\n"),
+    ("http/ in lower case", b"FOO http/1.1\r\n", b"ERROR\r\n"),
+    ("HTTP without slash", b"FOO HTTPx\r\n", b"ERROR\r\n"),
+    ("HTTP/ not the last token", b"FOO HTTP/1.1 x\r\n", b"ERROR\r\n"),
+    ("HTTP/ after a tab", b"FOO\tHTTP/1.0\r\n", b"ERROR\r\n"),
+    ("HTTP/ after a NUL", b"GET /\x00 HTTP/1.0\r\n", b"ERROR\r\n"),
+    ("HTTP/ as 24th token", b"FOO " + b"a " * 22 + b"HTTP/1.0\r\n", b"ERROR\r\n"),
+    ("get with HTTP/ key", b"get / HTTP/1.0\r\n", b"END\r\n"),
+    ("delete HTTP/ key", b"delete HTTP/1.1\r\n", b"NOT_FOUND\r\n"),
+]
+
+# memcached hangs up at once, without a reply, on a line whose command it does not know and whose
+# last token (of at most 23) starts with "HTTP/": a browser page cannot talk to the cache across
+# protocols (memcached's t/malicious-commands.t has the first three).
+HTTP_HANGUPS = [
+    b"GET / HTTP/1.0\r\n",
+    b"PUT /asdf/asd/fasdfasdf/sadf HTTP/1.1\r\n",
+    b"DELETE HTTP/1.1\r\n",
+    b"POST /cache HTTP/1.1\r\nHost: 127.0.0.1:11211\r\nContent-Length: 0\r\n\r\n",
+    b"HTTP/1.1\r\n",
+    b"Get HTTP/1.1\r\n",
+    b"mxx HTTP/1.1\r\n",
+    b"FOO HTTP/\r\n",
+    b"FOO HTTP/1.1 \r\n",
+    b"   GET / HTTP/1.0   \r\n",
+    b"GET / HTTP/1.0\n",
+    b"GET / HTTP/1.0\r\r\n",
+    b"FOO HTTP/1.0\x00junk\r\n",
+    b"FOO " + b"a " * 21 + b"HTTP/1.0 b\r\n",  # the 23rd token: memcached stops there
 ]
 
 
@@ -169,25 +206,60 @@ class BadInputTest(SharedClusterCase):
                 self.assertEqual(conn.recv_exact(11) + conn.silence(0.05), b"ERROR\r\nMN\r\n")
 
     def test_long_line_without_newline_closes(self):
-        for req in (b"x" * 5000, b"set " + b"k" * 4000, b"mg " + b"k" * 3000, b"x" * 2100):
+        # memcached hangs up without a word on more than 2048 bytes without a newline, unless
+        # they start (after at most 100 spaces) with "get " or "gets " (getset.t: "incr" and
+        # 2048 spaces).
+        for req in (b"x" * 5000, b"set " + b"k" * 4000, b"mg " + b"k" * 3000, b"x" * 2100,
+                    b"incr" + b" " * 2048, b" " * 101 + b"get a" + b" " * 2048):
             with self.subTest(len=len(req), start=req[:4]):
-                with self.ref.conn() as r:
-                    r.send(req)
-                    data, closed = r.wait_closed(5)
-                    self.assertTrue(closed, "memcached did not close")
-                    self.assertEqual(data, b"")
-                with self.cl.conn() as c:
-                    c.send(req)
-                    data, closed = c.wait_closed(5)
-                    self.assertTrue(closed, "connection not closed after %d bytes without a newline, "
-                                    "got %r" % (len(req), data[:200]))
-                    if DIRECT:
-                        self.assertEqual(data, b"")
-                    else:  # mcring: one error line, then close
-                        self.assertTrue(data.startswith(ERROR_PREFIXES) and data.endswith(b"\r\n")
-                                        and data.count(b"\r\n") == 1, "got %r" % data[:200])
+                for conn, name in ((self.ref.conn(), "memcached"), (self.cl.conn(), "endpoint")):
+                    with conn:
+                        conn.send(req)
+                        data, closed = conn.wait_closed(5)
+                        self.assertTrue(closed, "%s: connection not closed after %d bytes without "
+                                        "a newline, got %r" % (name, len(req), data[:200]))
+                        self.assertEqual(data, b"", name)
                 with self.cl.conn() as c2:  # everyone else unaffected
                     self.assertTrue(c2.alive())
+
+    def test_long_line_after_pipelined_requests(self):
+        # The replies to what came before are written, in order, then the connection closes.
+        req = (b"set lp 0 0 2\r\nhi\r\nget lp a b c d e f\r\nmn\r\n" + b"incr" + b" " * 2048)
+        got = {}
+        for conn, name in ((self.ref.conn(), "memcached"), (self.cl.conn(), "endpoint")):
+            with conn:
+                conn.send(req)
+                data, closed = conn.wait_closed(5)
+                self.assertTrue(closed, name)
+                got[name] = data
+        self.assertEqual(got["memcached"], b"STORED\r\nVALUE lp 0 2\r\nhi\r\nEND\r\nMN\r\n")
+        self.assertEqual(got["endpoint"], got["memcached"])
+
+    def test_http_request_lines_hang_up(self):
+        for req in HTTP_HANGUPS:
+            with self.subTest(req=req[:40]):
+                for conn, name in ((self.ref.conn(), "memcached"), (self.cl.conn(), "endpoint")):
+                    with conn:
+                        conn.send(req)
+                        data, closed = conn.wait_closed(5)
+                        self.assertEqual((data, closed), (b"", True), "%s answered %r" % (name, req))
+                with self.cl.conn() as c2:
+                    self.assertTrue(c2.alive())
+
+    def test_http_line_after_pipelined_requests(self):
+        # A browser's request behind valid commands: their replies first, in order, then the
+        # hang-up; nothing after the HTTP line is answered.
+        req = (b"set hp 0 0 2\r\nhi\r\nget hp a b c d e f\r\nmn\r\n"
+               b"GET / HTTP/1.1\r\nHost: x\r\n\r\nmn\r\n")
+        got = {}
+        for conn, name in ((self.ref.conn(), "memcached"), (self.cl.conn(), "endpoint")):
+            with conn:
+                conn.send(req)
+                data, closed = conn.wait_closed(5)
+                self.assertTrue(closed, "%s kept the connection: %r" % (name, data))
+                got[name] = data
+        self.assertEqual(got["memcached"], b"STORED\r\nVALUE hp 0 2\r\nhi\r\nEND\r\nMN\r\n")
+        self.assertEqual(got["endpoint"], got["memcached"])
 
     def test_long_get_line_is_not_closed(self):
         # get/gets lines may be longer than 2048 bytes (many keys), in pieces.

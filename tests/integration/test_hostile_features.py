@@ -11,6 +11,7 @@ what-if), each finding turned into a test that failed on the code it was found o
 
 import json
 import os
+import selectors
 import socket
 import ssl
 import time
@@ -90,6 +91,238 @@ class TlsHandshakeStall(unittest.TestCase):
     def test_half_client_hello_does_not_block_worker(self):
         # A TLS record header announcing 512 bytes and one byte of handshake.
         self._stall_then_serve(bytes.fromhex("160301020001"))
+
+
+
+def metrics_value(admin_port, name):
+    """A counter of /metrics (mcring_<name>_total), or None if it is not there."""
+    status, body = h.admin_http(admin_port, path="/metrics")
+    assert status == 200, status
+    for line in body.decode().splitlines():
+        if line.startswith("mcring_%s_total " % name):
+            return int(float(line.split()[1]))
+    return None
+
+
+def own_stat(port, name):
+    """One field of `stats` through a plaintext connection, or None."""
+    with h.Conn(HOST, port) as c:
+        return h.parse_stats(c.request(b"stats\r\n")).get(name)
+
+
+def wait_value(fn, want, timeout=5.0):
+    """Polls fn() until it returns `want` (bounded); returns the last value."""
+    deadline = time.monotonic() + timeout
+    got = fn()
+    while got != want and time.monotonic() < deadline:
+        time.sleep(0.05)
+        got = fn()
+    return got
+
+
+class TlsTestBase(unittest.TestCase):
+    """One memcached and one mcring whose pool has a plaintext listener and a TLS one
+    (tls_listen), with `pool_extra` added to the pool."""
+
+    pool_extra = {}
+
+    @classmethod
+    def setUpClass(cls):
+        if h.DIRECT:
+            raise unittest.SkipTest("mcring's TLS listener")
+        cls.tmp = h.make_tmpdir()
+        d = os.path.join(cls.tmp, "certs")
+        os.mkdir(d)
+        make_ca(d, "ca")
+        make_cert(d, "proxy", "ca", "localhost", "DNS:localhost,IP:127.0.0.1")
+        cls.ca = os.path.join(d, "ca.crt")
+        cls.mc = h.Memcached()
+        cls.tls_port = h.free_port()
+        extra = {"tls_listen": "%s:%d" % (HOST, cls.tls_port),
+                 "tls_cert": "certs/proxy.crt", "tls_key": "certs/proxy.key"}
+        extra.update(cls.pool_extra)
+        cls.proxy = h.Mcring([h.server_line(cls.mc.addr)], cls.tmp, extra=extra)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proxy.stop()
+        cls.mc.stop()
+        h.remove_tmpdir(cls.tmp)
+
+    def tls_client(self):
+        ctx = ssl.create_default_context(cafile=self.ca)
+        return ctx.wrap_socket(socket.create_connection((HOST, self.tls_port), timeout=5),
+                               server_hostname="localhost")
+
+    def assert_tls_served(self, s=None):
+        own = s is None
+        s = s or self.tls_client()
+        try:
+            s.sendall(b"set tk 0 0 2\r\nhi\r\nget tk\r\n")
+            got = b""
+            deadline = time.monotonic() + 5
+            while not got.endswith(b"END\r\n") and time.monotonic() < deadline:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                got += chunk
+            self.assertEqual(got, b"STORED\r\nVALUE tk 0 2\r\nhi\r\nEND\r\n")
+        finally:
+            if own:
+                s.close()
+
+
+class TlsHandshakeDeadline(TlsTestBase):
+    """Issue 27: 300 connections that sent 6 bytes of a ClientHello were all still open after 3x
+    client_request_timeout, ~54 KiB each; 1,024 of them (client_connections) lock every client
+    out of the pool. The handshake has a deadline by default (tls_handshake_timeout, 5 s)."""
+
+    N = 300
+    DEFAULT_DEADLINE_S = 5.0
+    SLACK_S = 5.0  # a loaded host: the deadline's timer fires late, never early
+
+    def test_unfinished_handshakes_closed_by_default(self):
+        before = metrics_value(self.proxy.admin_port, "client_tls_handshake_timeouts") or 0
+        stalled = []
+        sel = selectors.DefaultSelector()
+        try:
+            t0 = time.monotonic()
+            for _ in range(self.N):
+                s = socket.create_connection((HOST, self.tls_port), timeout=5)
+                s.sendall(bytes.fromhex("160301020001"))  # 6 bytes of a ClientHello
+                s.setblocking(False)
+                sel.register(s, selectors.EVENT_READ)
+                stalled.append(s)
+            # A normal TLS client is served meanwhile.
+            self.assert_tls_served()
+            closed_at = {}
+            deadline = t0 + self.DEFAULT_DEADLINE_S + self.SLACK_S
+            while len(closed_at) < self.N and time.monotonic() < deadline:
+                for key, _ in sel.select(timeout=max(0.0, deadline - time.monotonic())):
+                    s = key.fileobj
+                    try:
+                        data = s.recv(4096)
+                    except BlockingIOError:
+                        continue
+                    except OSError:
+                        data = b""
+                    if data:
+                        continue  # an alert would be fine; wait for the close itself
+                    closed_at[s] = time.monotonic() - t0
+                    sel.unregister(s)
+            slowest = max(closed_at.values()) if closed_at else None
+            got = metrics_value(self.proxy.admin_port, "client_tls_handshake_timeouts")
+            print("\n%d of %d unfinished handshakes closed by mcring, the last after %s s; "
+                  "client_tls_handshake_timeouts %s -> %s"
+                  % (len(closed_at), self.N, "%.2f" % slowest if slowest else "-", before, got))
+            self.assertEqual(len(closed_at), self.N, "connections still open after %.0f s"
+                             % (self.DEFAULT_DEADLINE_S + self.SLACK_S))
+            # Not before the deadline: the client had its few seconds.
+            self.assertGreaterEqual(min(closed_at.values()), self.DEFAULT_DEADLINE_S - 0.5)
+        finally:
+            for s in stalled:
+                s.close()
+            sel.close()
+        self.assert_tls_served()
+        self.assertEqual(wait_value(lambda: metrics_value(
+            self.proxy.admin_port, "client_tls_handshake_timeouts"), before + self.N),
+            before + self.N)
+        stat = wait_value(lambda: own_stat(self.proxy.port, "client_tls_handshake_timeouts"),
+                          str(before + self.N))
+        print("stats client_tls_handshake_timeouts %s" % stat)
+        self.assertEqual(stat, str(before + self.N))
+
+
+class TlsHandshakeDeadlineOption(TlsTestBase):
+    """tls_handshake_timeout sets the deadline; a handshake that finishes in time is kept."""
+
+    pool_extra = {"tls_handshake_timeout": "800"}
+
+    def test_configured_deadline(self):
+        kept = self.tls_client()  # finished its handshake at once: never closed by the deadline
+        try:
+            with socket.create_connection((HOST, self.tls_port), timeout=5) as s:
+                t0 = time.monotonic()
+                s.sendall(bytes.fromhex("160301020001"))
+                s.settimeout(10)
+                try:
+                    data = s.recv(4096)
+                except OSError:
+                    data = b""
+                took = time.monotonic() - t0
+            print("\nclosed after %.2f s (tls_handshake_timeout: 800 ms)" % took)
+            self.assertEqual(data, b"")
+            self.assertLess(took, 8.0)  # not the 5 s default plus slack
+            # A deadline for the whole handshake, not a gap between bytes: dripping a ClientHello
+            # (a record header announcing 512 bytes, then one byte every 100 ms) does not help.
+            with socket.create_connection((HOST, self.tls_port), timeout=5) as s:
+                t0 = time.monotonic()
+                s.sendall(bytes.fromhex("1603010200"))
+                closed = False
+                for _ in range(100):  # 10 s at most
+                    try:
+                        s.sendall(b"\x01")
+                        s.settimeout(0.1)
+                        closed = s.recv(4096) == b""
+                    except socket.timeout:
+                        continue
+                    except OSError:
+                        closed = True
+                    if closed:
+                        break
+                took = time.monotonic() - t0
+            print("dripping client closed after %.2f s" % took)
+            self.assertTrue(closed)
+            self.assertLess(took, 8.0)
+            self.assert_tls_served(kept)  # past the deadline: a finished handshake is kept
+        finally:
+            kept.close()
+
+
+class TlsConnectionCap(TlsTestBase):
+    """Issue 27: at client_connections a TLS client was answered in plaintext (`ERROR Too many
+    open connections`), which TLS clients report as WRONG_VERSION_NUMBER. It is closed; the
+    plaintext listener keeps memcached's line."""
+
+    pool_extra = {"client_connections": "2"}
+
+    def test_tls_client_over_the_cap_is_closed_without_plaintext(self):
+        a, b = self.tls_client(), self.tls_client()
+        try:
+            self.assert_tls_served(a)
+            self.assert_tls_served(b)
+            # A raw client of the TLS port that sends nothing: it must read no plaintext line.
+            with socket.create_connection((HOST, self.tls_port), timeout=5) as raw:
+                raw.settimeout(5)
+                try:
+                    data = raw.recv(4096)
+                except OSError:
+                    data = b""
+            print("\nthird client of the TLS listener read %r" % data)
+            self.assertNotIn(b"ERROR", data)
+            self.assertEqual(data, b"")
+            # A TLS client fails its handshake with a close, not a protocol confusion.
+            with self.assertRaises(OSError) as caught:
+                self.tls_client().close()
+            print("third TLS client: %r" % caught.exception)
+            self.assertNotIn("WRONG_VERSION_NUMBER", str(caught.exception))
+            # The plaintext listener of the same pool answers memcached's line.
+            with h.Conn(HOST, self.proxy.port) as c:
+                data, closed = c.wait_closed(5)
+            self.assertEqual(data, b"ERROR Too many open connections\r\n")
+            self.assertTrue(closed)
+        finally:
+            a.close()
+            b.close()
+        # Slots free again: stats reports the pool's own limit as max_connections.
+        self.assertEqual(wait_value(lambda: self._max_connections(), "2"), "2")
+        self.assert_tls_served()
+
+    def _max_connections(self):
+        try:
+            return own_stat(self.proxy.port, "max_connections")
+        except AssertionError:  # still at the cap: not a stats reply
+            return None
 
 
 def strict_json(tc, data):

@@ -117,6 +117,9 @@ class StatsViewsTest(IntegrationCase):
         # mcring's own counters keep their meaning under the mcring_ prefix.
         self.assertGreaterEqual(int(st[b"mcring_cmd_set"]), N_KEYS)
         self.assertGreaterEqual(int(st[b"curr_connections"]), 1)
+        # The limit next to it is mcring's own (the pool's client_connections, 1024 by default),
+        # not the servers' -c summed (2048).
+        self.assertEqual(int(st[b"max_connections"]), 1024)
 
     def test_items_slabs_settings_have_memcached_shape_and_add_up(self):
         for arg in ["items", "slabs", "settings"]:

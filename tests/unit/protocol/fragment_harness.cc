@@ -50,7 +50,8 @@ std::string describeRequest(ParseStatus status, const Request& req, std::string_
   const std::string len = " len=" + std::to_string(consumed);
   if (status == ParseStatus::Invalid) {
     std::string s = "!";
-    if (req.error != RequestError::UnknownCommand && req.error != RequestError::LineTooLong) {
+    if (req.error != RequestError::UnknownCommand && req.error != RequestError::LineTooLong &&
+        req.error != RequestError::HttpRequestLine) {
       s += std::string(commandName(req.command)) + " ";
     }
     s += std::string(requestErrorName(req.error));

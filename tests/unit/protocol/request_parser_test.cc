@@ -68,6 +68,15 @@ void checkRequests(const RequestParser& parser, const RequestCase& c, bool every
 }
 
 const std::string kDone = "rest=0 discard=0";
+
+std::string repeat(std::string_view s, size_t n) {
+  std::string out;
+  for (size_t i = 0; i < n; ++i) {
+    out += s;
+  }
+  return out;
+}
+
 const std::string k251(251, 'a');
 const std::string k250(250, 'a');
 
@@ -342,30 +351,66 @@ const std::vector<RequestCase> kOther = {
     {"cache_memlimit 100\r\n", {"!unknown_command len=20", kDone}},
     {"lru_crawler crawl all\r\n", {"!unknown_command len=23", kDone}},
     {"watch\r\n", {"!unknown_command len=7", kDone}},
+    // Not memcached's last branch, or another last token: ERROR as for any unknown command.
+    {"FOO" + repeat(" a", 22) + " HTTP/1.0\r\n", {"!unknown_command len=58", kDone}},
+    {"H HTTP/1.1\r\n", {"!unknown_command len=12", kDone}},
+    {"mx HTTP/1.1\r\n", {"!unknown_command len=13", kDone}},
+    {"gxx HTTP/1.1\r\n", {"!unknown_command len=14", kDone}},
+    {"tx HTTP/1.1\r\n", {"!unknown_command len=13", kDone}},
+    {"watch HTTP/1.1\r\n", {"!unknown_command len=16", kDone}},
+    {"bget HTTP/1.1\r\n", {"!unknown_command len=15", kDone}},
+    {"FOO HTTP/1.1 x\r\n", {"!unknown_command len=16", kDone}},
+    {"FOO http/1.1\r\n", {"!unknown_command len=14", kDone}},
+    {"FOO\tHTTP/1.1\r\n", {"!unknown_command len=14", kDone}},
+    {std::string("GET /\0 HTTP/1.0\r\n", 17), {"!unknown_command len=17", kDone}},
+};
+
+// An unknown command whose last token starts with "HTTP/": memcached hangs up without a reply
+// (its t/malicious-commands.t), and nothing after the line is read. (The lines that look alike and
+// are answered ERROR are in kOther.)
+const std::vector<RequestCase> kHttpHangups = {
+    {"GET / HTTP/1.0\r\n", {"!http_request_line noreply close len=16", kDone}},
+    {"PUT /a HTTP/1.1\r\nversion\r\n", {"!http_request_line noreply close len=17", kDone}},
+    {"DELETE HTTP/1.1\r\n", {"!http_request_line noreply close len=17", kDone}},
+    {"HTTP/1.1\r\n", {"!http_request_line noreply close len=10", kDone}},
+    {"FOO HTTP/\r\n", {"!http_request_line noreply close len=11", kDone}},
+    {"FOO HTTP/1.0\r\r\n", {"!http_request_line noreply close len=15", kDone}},
+    {std::string("FOO HTTP/1.0\0junk\r\n", 19), {"!http_request_line noreply close len=19", kDone}},
+    {"mxx HTTP/1.1\r\n", {"!http_request_line noreply close len=14", kDone}},
+    {"FOO" + repeat(" a", 21) + " HTTP/1.0 b\r\n",  // the 23rd token: memcached stops there
+     {"!http_request_line noreply close len=58", kDone}},
 };
 
 // Lines over the limit. memcached closes such a client without a reply; it only counts the bytes
 // it holds, so it accepts a longer line that arrives in one read, which mcring does not.
 const std::vector<RequestCase> kLongLines = {
     {std::string(2048, 'x'), {"rest=2048 discard=0"}},
-    {std::string(2049, 'x'), {"!line_too_long close len=0", kDone}},
+    {std::string(2049, 'x'), {"!line_too_long noreply close len=0", kDone}},
     {std::string(2048, 'x') + "\n", {"!unknown_command len=2049", kDone}},
-    {std::string(2049, 'x') + "\n", {"!line_too_long close len=0", kDone}},
-    {"set k 0 0 1" + std::string(3000, ' ') + "\r\nx\r\n", {"!line_too_long close len=0", kDone}},
+    {std::string(2049, 'x') + "\n", {"!line_too_long noreply close len=0", kDone}},
+    {"set k 0 0 1" + std::string(3000, ' ') + "\r\nx\r\n",
+     {"!line_too_long noreply close len=0", kDone}},
     {"get " + std::string(2045, 'a') + "\r\n", {"!get key_too_long len=2051", kDone}},
     {std::string(50, ' ') + "get " + std::string(3000, 'a') + "\r\n",
      {"!get key_too_long len=3056", kDone}},
     {std::string(101, ' ') + "get " + std::string(3000, 'a'),
-     {"!line_too_long close len=0", kDone}},
+     {"!line_too_long noreply close len=0", kDone}},
     {std::string(100, ' ') + "gets " + std::string(3000, 'a'), {"rest=3105 discard=0"}},
     {"gat 1 " + std::string(3000, 'a') + "\r\n", {"!gat key_too_long len=3008", kDone}},
     {"gats " + std::string(3000, 'a'), {"rest=3005 discard=0"}},
-    {"get\t" + std::string(3000, 'a'), {"!line_too_long close len=0", kDone}},
-    {"ge" + std::string(3000, 'a'), {"!line_too_long close len=0", kDone}},
-    {"mg " + std::string(3000, 'a'), {"!line_too_long close len=0", kDone}},
+    {"get\t" + std::string(3000, 'a'), {"!line_too_long noreply close len=0", kDone}},
+    {"ge" + std::string(3000, 'a'), {"!line_too_long noreply close len=0", kDone}},
+    {"mg " + std::string(3000, 'a'), {"!line_too_long noreply close len=0", kDone}},
     // The client is closed: nothing after the long line is parsed.
-    {std::string(2100, 'x') + "\r\nget a\r\n", {"!line_too_long close len=0", kDone}},
+    {std::string(2100, 'x') + "\r\nget a\r\n", {"!line_too_long noreply close len=0", kDone}},
 };
+
+TEST_CASE("request parser: HTTP request lines hang up") {
+  const RequestParser parser;
+  for (const RequestCase& c : kHttpHangups) {
+    checkRequests(parser, c);
+  }
+}
 
 TEST_CASE("request parser: retrieval commands") {
   const RequestParser parser;
@@ -483,9 +528,9 @@ TEST_CASE("request parser: custom limits") {
       {"get aaaaaaaaaaa\r\n", {"!get key_too_long len=17", kDone}},
       {"mg aaaaaaaaaaa\r\n", {"!mg key_too_long len=16", kDone}},
       {std::string(64, 'x') + "\n", {"!unknown_command len=65", kDone}},
-      {std::string(65, 'x') + "\n", {"!line_too_long close len=0", kDone}},
+      {std::string(65, 'x') + "\n", {"!line_too_long noreply close len=0", kDone}},
       {"get a " + std::string(190, ' ') + "\r\n", {"get keys=a len=198", kDone}},
-      {"get a " + std::string(200, ' ') + "\r\n", {"!line_too_long close len=0", kDone}},
+      {"get a " + std::string(200, ' ') + "\r\n", {"!line_too_long noreply close len=0", kDone}},
   };
   for (const RequestCase& c : cases) {
     checkRequests(parser, c);
@@ -496,9 +541,9 @@ TEST_CASE("request parser: custom limits") {
       {std::string(80, ' ') + "get " + std::string(100, 'a') + "\r\n",
        {"!get key_too_long len=186", kDone}},
       {std::string(80, ' ') + "ge" + std::string(100, 'a') + "\r\n",
-       {"!line_too_long close len=0", kDone}},
+       {"!line_too_long noreply close len=0", kDone}},
       {std::string(80, ' ') + "g", {"rest=81 discard=0"}},
-      {std::string(101, ' ') + "get a\r\n", {"!line_too_long close len=0", kDone}},
+      {std::string(101, ' ') + "get a\r\n", {"!line_too_long noreply close len=0", kDone}},
   };
   for (const RequestCase& c : spaced) {
     checkRequests(parser, c);
@@ -692,7 +737,8 @@ TEST_CASE("request errors: texts and counter names come from one table") {
   CHECK(requestErrorText(RequestError::Base64Key) == "CLIENT_ERROR error decoding key");
   CHECK(requestErrorText(RequestError::BadDataChunk) == "CLIENT_ERROR bad data chunk");
   CHECK(requestErrorText(RequestError::TooLarge) == "SERVER_ERROR object too large for cache");
-  CHECK(requestErrorText(RequestError::LineTooLong) == "CLIENT_ERROR line too long");
+  CHECK(requestErrorText(RequestError::LineTooLong).empty());  // memcached hangs up silently
+  CHECK(requestErrorText(RequestError::HttpRequestLine).empty());
   CHECK(requestErrorText(RequestError::InvalidExptime) == "CLIENT_ERROR invalid exptime argument");
   CHECK(requestErrorText(RequestError::InvalidDelta) ==
         "CLIENT_ERROR invalid numeric delta argument");
