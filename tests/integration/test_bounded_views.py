@@ -202,6 +202,37 @@ class StatsMergeBoundTest(IntegrationCase):
                 self.assertLess(g, RSS_BOUND, "RSS grew %.1f MiB over %s" % (g / MIB, view))
 
 
+@requires_proxy
+class RealViewsFitTest(IntegrationCase):
+    """memcached's own views stay well inside the bounds: `stats conns` of a server with 500
+    client connections (2,000+ lines) and `stats items|slabs` of a filled one pass whole."""
+
+    def test_stats_conns_of_a_busy_server(self):
+        self.start_memcacheds(1)
+        m = self.backends[0]
+        p = self.start_mcring(self.servers)
+        socks = []
+        self.addCleanup(lambda: [s.close() for s in socks])
+        for _ in range(500):
+            socks.append(socket.create_connection((HOST, m.port), timeout=5))
+        with Conn(HOST, m.port) as c:  # keys in a few slab classes
+            c.send(b"".join(b"set k%d 0 0 %d noreply\r\n%s\r\n" % (i, 10 * i, b"v" * (10 * i))
+                            for i in range(1, 400)) + b"mn\r\n")
+            self.assertEqual(c.recv_until(lambda b: b.endswith(b"MN\r\n")), b"MN\r\n")
+        direct = request(m.port, b"stats conns\r\n")
+        via = request(p.port, b"stats conns\r\n")
+        n_direct, n_via = direct.count(b":addr "), via.count(b":addr ")
+        print("stats conns: %d connections, %d lines direct; %d connections through mcring"
+              % (n_direct, direct.count(b"\r\n"), n_via))
+        self.assertTrue(via.endswith(b"END\r\n"), via[-200:])
+        self.assertGreaterEqual(n_direct, 500)
+        self.assertGreaterEqual(n_via, 500)
+        for view in (b"items", b"slabs", b"sizes"):
+            reply = request(p.port, b"stats " + view + b"\r\n")
+            self.assertTrue(reply.endswith(b"END\r\n") and reply.startswith(b"STAT "),
+                            (view, reply[:200]))
+
+
 def dump_keys(reply):
     """The keys of a metadump reply (URI-decoded), in order; the reply must end with END."""
     assert reply.endswith(b"END\r\n"), reply[-200:]
