@@ -250,8 +250,11 @@ class Metadumps::Dump {
   }
 
   // Every kPollMs while paused: resume once the request streams and the client has room. A
-  // client whose unsent output does not shrink for its stall limit while another dump waits for
-  // this worker's turn is closed (as a backend connection closes a slow reader that holds it).
+  // client that drains none of its unsent output for its stall limit while another dump waits
+  // for this worker's turn is closed (as a backend connection closes a slow reader that holds
+  // it); alone, after kIdleMs: the dump holds each server's crawler, which dumps for nobody else
+  // meanwhile (other workers' dumps get BUSY), as long as a server may stay quiet. A client that
+  // reads, however slowly, is never closed.
   void checkPaused() {
     if (r_ == nullptr || !paused_) {
       poll_.stop();
@@ -277,8 +280,8 @@ class Metadumps::Dump {
       pause_output_ = out;
       pause_progress_ns_ = now;
     }
-    if (out > 0 && !owner_.queue_.empty() &&
-        now - pause_progress_ns_ >= uint64_t{client->stallLimitMs()} * 1000000) {
+    const uint64_t limit_ms = owner_.queue_.empty() ? kIdleMs : client->stallLimitMs();
+    if (out > 0 && now - pause_progress_ns_ >= limit_ms * 1000000) {
       poll_.stop();
       client->closeSlowReader();
       abandon();

@@ -251,6 +251,23 @@ def metadump(port, timeout=60):
             b.endswith(b"\r\n") and not b.startswith(b"key=")), timeout=timeout)
 
 
+def stat(conn, name):
+    """One counter of mcring's `stats`, as an int."""
+    for line in conn.request(b"stats\r\n").split(b"\r\n"):
+        if line.startswith(b"STAT " + name + b" "):
+            return int(line.split()[2])
+    raise AssertionError("no stat %r" % name)
+
+
+def wait_until(fn, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not fn():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 @requires_proxy
 class MetadumpStreamTest(IntegrationCase):
     """Three memcached with ~100k keys each (about 34 MB of metadump in all)."""
@@ -281,11 +298,11 @@ class MetadumpStreamTest(IntegrationCase):
             assert len(listed) == len(keys) and set(listed) == set(keys), \
                 "memcached's own dump: %d keys of %d" % (len(set(listed)), len(keys))
 
-    def mcring(self, **extra):
+    def mcring(self, args=(), **extra):
         tmp = make_tmpdir()
         self.addCleanup(remove_tmpdir, tmp)
         extra = dict({"allow_dump": "true"}, **extra)
-        p = Mcring([server_line(m.addr) for m in self.backends], tmp, extra=extra)
+        p = Mcring([server_line(m.addr) for m in self.backends], tmp, extra=extra, args=args)
         self.addCleanup(p.stop)
         self.dump_log_on_failure(p)
         return p
@@ -322,6 +339,29 @@ class MetadumpStreamTest(IntegrationCase):
         print("memcdump: %d keys through mcring, %d from the servers" % (len(via), len(direct)))
         self.assertEqual(len(via), len(direct))
         self.assertEqual(set(via), set(direct))
+
+    def test_a_client_that_stops_reading_does_not_hold_other_dumps(self):
+        """A client that asks for a dump and reads none of it holds the worker's dumps (one at a
+        time per worker, as a server's crawler runs one at a time): once another client's dump
+        waits, the reader of nothing is closed after its stall limit, and the other's arrives."""
+        p = self.mcring(args=["--threads", "1"])  # both clients on one worker
+        idle = Conn(HOST, p.port, timeout=30)
+        self.addCleanup(idle.close)
+        idle.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        idle.send(b"lru_crawler metadump all\r\n")
+        with Conn(HOST, p.port) as c:  # the idle client's dump is under way
+            self.assertTrue(wait_until(lambda: stat(c, b"stats_fetches") >= 1))
+        t0 = time.monotonic()
+        reply = metadump(p.port, timeout=60)
+        took = time.monotonic() - t0
+        with Conn(HOST, p.port) as c:
+            closed = stat(c, b"client_slow_closed")
+        print("second dump after %.1f s: %.1f MB; client_slow_closed %d" % (
+            took, len(reply) / 1e6, closed))
+        self.check_whole(reply)
+        self.assertEqual(closed, 1)
+        _, closed_now = idle.wait_closed(30)
+        self.assertTrue(closed_now, "the client that read nothing was not closed")
 
     def test_a_slow_reader_pauses_the_servers(self):
         """A client that reads slowly keeps mcring's memory near its client_buffer_limit: the
