@@ -151,10 +151,10 @@ class StatsMergeBoundTest(IntegrationCase):
         self.addCleanup(remove_tmpdir, self.tmp)
         self.fake = FakeStatsServer()
         self.addCleanup(self.fake.stop)
-        # One worker; a backend connection per client session (sessions 0..7), so no view waits
+        # One worker; a backend connection per client session (sessions 0..15), so no view waits
         # behind the rest of an earlier view's answer being read and dropped.
         self.proxy = Mcring([server_line(self.fake.addr)], self.tmp, timeout_ms=5000,
-                            extra={"server_connections": 8}, args=["--threads", "1"])
+                            extra={"server_connections": 16}, args=["--threads", "1"])
         self.addCleanup(self.proxy.stop)
         self.dump_log_on_failure(self.proxy)
 
@@ -186,10 +186,12 @@ class StatsMergeBoundTest(IntegrationCase):
               "(at start %.1f MiB)" % (replies[0][:90], rss.before / 1024, rss.peak / 1024,
                                        rss.growth / MIB, proc_kb(pid, "VmRSS") / 1024,
                                        start_rss / MIB))
+        expected = {b"SERVER_ERROR stats answer too large: a server sent more than 500000 "
+                    b"lines\r\n"}
+        if SANITIZED:  # slower: the view's 1 s deadline may leave the server out first
+            expected.add(b"END\r\n")
         for r in replies:
-            self.assertIsNotNone(r)
-            self.assertEqual(r, b"SERVER_ERROR stats answer too large: a server sent more than "
-                                b"500000 lines\r\n")
+            self.assertIn(r, expected)
         self.assertGreater(self.fake.stats_requests, 0, "the views reached the server")
         # The proxy goes on serving: its own views, and mn, on a client that saw the error.
         with Conn(HOST, self.proxy.port) as c:
