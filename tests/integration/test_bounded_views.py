@@ -282,9 +282,10 @@ class MetadumpStreamTest(IntegrationCase):
         cls.addClassCleanup(remove_tmpdir, cls.tmp)
         cls.backends = []
         for _ in range(3):
-            # Without the LRU maintainer, items stay put while the crawler walks the LRUs (with
-            # it, one moved meanwhile can be missed or listed twice).
-            m = Memcached(memory_mb=128, extra_args=("-o", "no_lru_maintainer"))
+            # The crawler skips an item it cannot lock: without the LRU maintainer items stay put
+            # while it walks the LRUs, and with the hash table large enough from the start it is
+            # never being expanded under it (at ~98k items it would be: 25 keys were missed).
+            m = Memcached(memory_mb=128, extra_args=("-o", "no_lru_maintainer,hashpower=20"))
             cls.addClassCleanup(m.stop)
             cls.backends.append(m)
         cls.keys = []  # per server, in fill order
@@ -364,6 +365,26 @@ class MetadumpStreamTest(IntegrationCase):
         self.assertEqual(closed, 1)
         _, closed_now = idle.wait_closed(30)
         self.assertTrue(closed_now, "the client that read nothing was not closed")
+
+    def test_a_client_alone_that_reads_nothing_frees_the_crawler(self):
+        """Alone on its worker, a client that reads none of its dump is closed after 5 s (as
+        long as a server may stay quiet): the dump holds the server's crawler, which memcached
+        runs one dump at a time, so every other dump of that server got BUSY meanwhile."""
+        p = self.mcring()
+        idle = Conn(HOST, p.port, timeout=30)
+        self.addCleanup(idle.close)
+        idle.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        idle.send(b"lru_crawler metadump all\r\n")
+        t0 = time.monotonic()
+        with Conn(HOST, p.port) as c:
+            self.assertTrue(wait_until(lambda: stat(c, b"client_slow_closed") == 1, 15),
+                            "the client that read nothing was never closed")
+        took = time.monotonic() - t0
+        print("a client reading none of its dump closed after %.1f s" % took)
+        self.assertGreaterEqual(took, 4.5)
+        # The server's crawler is free again: its own dump works directly.
+        self.assertTrue(wait_until(lambda: metadump(self.backends[0].port).endswith(b"END\r\n"),
+                                   10), "memcached's crawler still busy")
 
     def test_a_slow_reader_pauses_the_servers(self):
         """A client that reads slowly keeps mcring's memory near its client_buffer_limit: the
