@@ -41,7 +41,7 @@ test: deps
 	$(MAKE) --no-print-directory -j2 test-asan-run fuzz-run
 	@echo "make test: all suites passed"
 
-RELEASE_TESTS := ^(unit_|cli_|bench_|package|integration_(memory_budget|hostile|abuse|chaos|reload_storm|admin|console)$$)
+RELEASE_TESTS := ^(unit_|cli_|bench_|package|integration_(memory_budget|hostile|bounded_views|abuse|chaos|reload_storm|admin|console)$$)
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j2 --timeout 600 -R '$(RELEASE_TESTS)'
 

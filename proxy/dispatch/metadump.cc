@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "proxy/backend/backend_server.h"
+#include "proxy/common/clock.h"
 #include "proxy/net/buffer.h"
 #include "proxy/net/tcp_connection.h"
 #include "proxy/protocol/reply_lines.h"
@@ -30,8 +31,8 @@ std::string_view prefix(net::Buffer& b, size_t n) {
 
 }  // namespace
 
-// One client request's dump: a connection per server of the pool, its bytes kept per server so
-// the answer lists the servers in pool order whatever order they finish in.
+// One client request's dump: the pool's servers one after another, in pool order, each over a
+// connection of its own, streamed to the client as its lines arrive.
 class Metadumps::Dump {
  public:
   // Takes over q's reference on its request.
@@ -40,21 +41,18 @@ class Metadumps::Dump {
         r_(q.r),
         line_(std::move(q.line)),
         timeout_ms_(q.timeout_ms),
-        retries_left_(kIdleMs / kRetryMs) {
+        retries_left_(kIdleMs / kRetryMs),
+        poll_(owner.worker_.loop(), [this] { checkPaused(); }) {
     servers_.reserve(q.servers.size());
     for (common::SocketAddress& a : q.servers) {
       servers_.push_back(std::make_unique<Server>(*this, std::move(a)));
     }
   }
 
-  void start() {
-    for (auto& s : servers_) {
-      ask(*s);
-    }
-    maybeFinish();
-  }
+  void start() { next(); }
 
   ~Dump() {
+    poll_.stop();
     for (auto& s : servers_) {
       if (s->retry) {
         s->retry->stop();
@@ -71,7 +69,7 @@ class Metadumps::Dump {
   bool finished() const { return r_ == nullptr; }
 
  private:
-  enum class State : uint8_t { Reading, Dumped, Errored, Failed };
+  enum class State : uint8_t { Waiting, Reading, Dumped, Errored, Failed };
 
   struct Server final : net::ConnectionHandler {
     Server(Dump& d, common::SocketAddress a) : dump(d), address(std::move(a)) {}
@@ -82,13 +80,30 @@ class Metadumps::Dump {
     std::unique_ptr<net::TcpConnection> conn;
     std::unique_ptr<net::TcpConnection> retired;  // a BUSY server's previous connection
     std::unique_ptr<net::Timer> retry;
-    net::Buffer got;
-    State state = State::Reading;
+    net::Buffer got;       // the server's first line while it is not known to be a dump
+    bool dumping = false;  // its answer is a dump (it began with "key="): streamed
+    State state = State::Waiting;
   };
+
+  // Asks the next server in pool order, or answers once every server is done.
+  void next() {
+    while (current_ < servers_.size()) {
+      Server& s = *servers_[current_];
+      if (s.state == State::Waiting) {
+        ask(s);
+      }
+      if (s.state == State::Reading) {
+        return;
+      }
+      ++current_;
+    }
+    finish();
+  }
 
   // Opens a connection of its own to the server and sends the dump line.
   void ask(Server& s) {
     stats::bump(owner_.worker_.counters().stats_fetches);
+    s.state = State::Reading;
     s.conn = net::TcpConnection::connect(owner_.worker_.loop(), s.address, &s, timeout_ms_, false);
     if (!s.conn) {
       s.state = State::Failed;
@@ -99,8 +114,7 @@ class Metadumps::Dump {
     s.conn->enableReading(true);
   }
 
-  // The server's crawler is busy: ask again soon (the line was one reply; its bytes stay
-  // charged to the client until the dump is answered, a few bytes per retry).
+  // The server's crawler is busy: ask again soon.
   bool retryBusy(Server& s) {
     if (retries_left_ == 0 || s.got.size() < kBusy.size() || prefix(s.got, kBusy.size()) != kBusy) {
       return false;
@@ -118,7 +132,9 @@ class Metadumps::Dump {
         }
         if (r_ != nullptr && s.state == State::Reading) {
           ask(s);
-          maybeFinish();
+          if (s.state != State::Reading) {
+            done(s);
+          }
         }
       });
     }
@@ -127,49 +143,92 @@ class Metadumps::Dump {
   }
 
   void onReadable(Server& s) {
-    if (r_ == nullptr || s.state != State::Reading) {
+    if (r_ == nullptr || s.state != State::Reading || paused_) {
       return;
     }
-    net::Buffer& in = s.conn->input();
-    const size_t n = in.size();
-    RequestOwner* client = r_->session;
-    if (client == nullptr) {  // the client went away: nobody to answer
+    if (r_->session == nullptr) {  // the client went away: nobody to answer
       abandon();
       return;
     }
-    if (!r_->refused && !client->holdReply(*r_, n)) {
-      r_->refused = true;  // answered with memcached's out-of-memory error; the rest is dropped
-      for (auto& other : servers_) {
-        other->got.drain(other->got.size());
-      }
-      client->releaseHeld(*r_);
-      closeAll();
-      maybeFinish();
-      return;
-    }
-    in.moveTo(s.got, n);
-    const size_t size = s.got.size();
-    if (size >= kDumpLine.size() && prefix(s.got, kDumpLine.size()) != kDumpLine) {
-      // Not a dump line: an error line, or an empty dump's END alone.
-      if (s.got.findNewline(0, size) != net::Buffer::npos) {
+    net::Buffer& in = s.conn->input();
+    if (!s.dumping) {
+      in.moveTo(s.got, in.size());
+      const size_t size = s.got.size();
+      if (size >= kDumpLine.size() && prefix(s.got, kDumpLine.size()) == kDumpLine) {
+        s.dumping = true;  // a dump: from now on its lines are streamed
+        s.got.moveTo(in, size);
+      } else if (s.got.findNewline(0, size) != net::Buffer::npos) {
+        // A line that is not a dump line: an empty dump's END, or an error line.
         s.state = prefix(s.got, size) == kEnd ? State::Dumped : State::Errored;
+        if (s.state == State::Errored && retryBusy(s)) {
+          s.state = State::Reading;  // asked again shortly
+          return;
+        }
+        done(s);
+        return;
+      } else if (size > kMaxLine) {
+        s.state = State::Failed;  // not memcached
+        done(s);
+        return;
+      } else {
+        return;  // the first line is still arriving
       }
-    } else if (size > kEnd.size() && endsWithEnd(s.got) &&
-               s.got.byteAt(size - kEnd.size() - 1) == '\n') {
-      s.state = State::Dumped;
     }
-    if (s.state == State::Errored && retryBusy(s)) {
-      s.state = State::Reading;
+    stream(s);
+  }
+
+  // Passes the server's whole lines to the client as they arrive, its END excepted. Only the
+  // request at the head of its client's FIFO streams; until then, and while the client's unsent
+  // output is at its limit, the server's connection is not read (pause): memcached's crawler
+  // then waits for it, as it waits for a slow client of its own.
+  void stream(Server& s) {
+    RequestOwner* client = r_->session;
+    net::Buffer& in = s.conn->input();
+    const size_t size = in.size();
+    if (size == 0) {
       return;
     }
-    if (s.state != State::Reading) {
-      s.conn->close();
-      maybeFinish();
+    if (!client->tryStream(*r_) || client->outputFull()) {
+      pause();
+      return;
+    }
+    const size_t last = lastNewline(in, size);
+    if (last == net::Buffer::npos) {
+      if (size > kMaxLine) {
+        s.state = State::Failed;  // a line longer than memcached writes: not a dump
+        done(s);
+      }
+      return;
+    }
+    size_t whole = last + 1;
+    // The dump ends with END\r\n, a line of its own (dump lines end in "\n" alone).
+    const bool ended = whole >= kEnd.size() && endsWithEnd(in, whole) &&
+                       (whole == kEnd.size() || in.byteAt(whole - kEnd.size() - 1) == '\n');
+    if (ended) {
+      whole -= kEnd.size();
+    }
+    if (whole > 0) {
+      client->streamReply(in, whole);
+    }
+    if (ended) {
+      in.drain(kEnd.size());
+      s.state = State::Dumped;
+      done(s);
     }
   }
 
-  static bool endsWithEnd(net::Buffer& b) {
-    const size_t size = b.size();
+  // The last '\n' of the buffer, looked for in its last kMaxLine bytes (a dump line is shorter).
+  static size_t lastNewline(const net::Buffer& b, size_t size) {
+    const size_t stop = size > kMaxLine ? size - kMaxLine : 0;
+    for (size_t i = size; i > stop; --i) {
+      if (b.byteAt(i - 1) == '\n') {
+        return i - 1;
+      }
+    }
+    return net::Buffer::npos;
+  }
+
+  static bool endsWithEnd(const net::Buffer& b, size_t size) {
     for (size_t i = 0; i < kEnd.size(); ++i) {
       if (b.byteAt(size - kEnd.size() + i) != kEnd[i]) {
         return false;
@@ -178,18 +237,90 @@ class Metadumps::Dump {
     return true;
   }
 
-  void onClosed(Server& s) {
-    if (s.state == State::Reading) {
-      s.state = State::Failed;
+  void pause() {
+    if (paused_) {
+      return;
     }
-    maybeFinish();
+    paused_ = true;
+    Server& s = *servers_[current_];
+    s.conn->enableReading(false);  // its read timeout stops with it
+    pause_output_ = UINT64_MAX;
+    pause_progress_ns_ = common::monotonicNs();
+    poll_.start(kPollMs, /*periodic=*/true);
   }
 
-  void closeAll() {
+  // Every kPollMs while paused: resume once the request streams and the client has room. A
+  // client that drains none of its unsent output for its stall limit while another dump waits
+  // for this worker's turn is closed (as a backend connection closes a slow reader that holds
+  // it); alone, after kIdleMs: the dump holds each server's crawler, which dumps for nobody else
+  // meanwhile (other workers' dumps get BUSY), as long as a server may stay quiet. A client that
+  // reads, however slowly, is never closed.
+  void checkPaused() {
+    if (r_ == nullptr || !paused_) {
+      poll_.stop();
+      return;
+    }
+    RequestOwner* client = r_->session;
+    if (client == nullptr) {
+      poll_.stop();
+      abandon();
+      return;
+    }
+    if (client->tryStream(*r_) && !client->outputFull()) {
+      poll_.stop();
+      paused_ = false;
+      Server& s = *servers_[current_];
+      s.conn->enableReading(true);
+      stream(s);  // what is already in its input
+      return;
+    }
+    const uint64_t now = common::monotonicNs();
+    const uint64_t out = client->outputSize();
+    if (out < pause_output_) {
+      pause_output_ = out;
+      pause_progress_ns_ = now;
+    }
+    const uint64_t limit_ms = owner_.queue_.empty() ? kIdleMs : client->stallLimitMs();
+    if (out > 0 && now - pause_progress_ns_ >= limit_ms * 1000000) {
+      poll_.stop();
+      client->closeSlowReader();
+      abandon();
+    }
+  }
+
+  // The current server is done (dumped, errored or failed): on to the next one.
+  void done(Server& s) {
+    if (s.conn) {
+      s.conn->close();
+    }
+    if (r_ == nullptr) {
+      return;
+    }
+    if (r_->session == nullptr) {
+      abandon();
+      return;
+    }
+    next();
+  }
+
+  void onClosed(Server& s) {
+    if (s.state != State::Reading) {
+      return;
+    }
+    s.state = State::Failed;  // what it had streamed stays sent; the rest of its keys are missing
+    if (paused_) {
+      paused_ = false;
+      poll_.stop();
+    }
+    done(s);
+  }
+
+  void abandon() {
+    if (r_ == nullptr) {
+      return;
+    }
+    poll_.stop();
     for (auto& s : servers_) {
-      if (s->state == State::Reading) {
-        s->state = State::Failed;
-      }
       if (s->retry) {
         s->retry->stop();
       }
@@ -197,49 +328,21 @@ class Metadumps::Dump {
         s->conn->close();
       }
     }
-  }
-
-  void abandon() {
-    closeAll();
     owner_.worker_.requests().release(r_);
     r_ = nullptr;
     owner_.retire();
   }
 
-  // Once every server is done: their dumps in pool order under one END; if none dumped, the
-  // first error a server answered (they run the same memcached, so it is everyone's), else
-  // mcring's own error.
-  void maybeFinish() {
-    if (r_ == nullptr) {
-      return;
-    }
-    for (auto& s : servers_) {
-      if (s->state == State::Reading) {
-        return;
-      }
-    }
+  // Every server is done: END after the dumps streamed; if none dumped, the first error a server
+  // answered (they run the same memcached, so it is everyone's), else mcring's own error. Servers
+  // that erred or failed are counted.
+  void finish() {
     PendingRequest* r = r_;
     r_ = nullptr;
-    RequestOwner* client = r->session;
-    if (client != nullptr) {
-      if (r->refused) {
-        r->reply.append(protocol::kOutOfMemoryLine);
-      } else {
-        compose(r);
-      }
-      r->complete = true;
-      client->onRequestComplete(r);
-    }
-    owner_.worker_.requests().release(r);
-    owner_.retire();
-  }
-
-  void compose(PendingRequest* r) {
     uint32_t dumped = 0;
     Server* first_error = nullptr;
     for (auto& s : servers_) {
       if (s->state == State::Dumped) {
-        s->got.moveTo(r->reply, s->got.size() - kEnd.size());
         ++dumped;
       } else {
         stats::bump(owner_.worker_.counters().stats_fetch_failures);
@@ -248,14 +351,25 @@ class Metadumps::Dump {
         }
       }
     }
-    if (dumped > 0) {
-      r->reply.append(kEnd);
-    } else if (first_error != nullptr) {
-      first_error->got.moveAllTo(r->reply);
-    } else {
-      r->reply.append(kNoServerLine);
+    RequestOwner* client = r->session;
+    if (client != nullptr) {
+      if (dumped > 0 || r->streaming) {
+        r->reply.append(kEnd);
+      } else if (first_error != nullptr) {
+        first_error->got.moveAllTo(r->reply);
+      } else {
+        r->reply.append(kNoServerLine);
+      }
+      r->complete = true;
+      client->onRequestComplete(r);
     }
+    owner_.worker_.requests().release(r);
+    owner_.retire();
   }
+
+  static constexpr uint32_t kPollMs = 2;
+  // memcached writes a dump line into a 4 KiB buffer: anything longer is not memcached.
+  static constexpr size_t kMaxLine = 16 * 1024;
 
   Metadumps& owner_;
   PendingRequest* r_;  // null once answered or abandoned
@@ -263,6 +377,11 @@ class Metadumps::Dump {
   const uint32_t timeout_ms_;
   uint32_t retries_left_;  // BUSY answers, over all servers
   std::vector<std::unique_ptr<Server>> servers_;
+  size_t current_ = 0;  // the server being dumped
+  bool paused_ = false;
+  uint64_t pause_output_ = 0;  // the client's least unsent output seen while paused, and when
+  uint64_t pause_progress_ns_ = 0;
+  net::Timer poll_;
 };
 
 Metadumps::Metadumps(WorkerContext& worker)

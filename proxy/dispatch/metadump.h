@@ -1,15 +1,18 @@
 // `lru_crawler metadump <classes|all|hash>` for a pool: every server's dump, in pool order, closed
-// by one END (what libmemcached's memcdump and other key listers read).
+// by one END (what key listers read).
 //
 // memcached hands the connection a metadump arrives on to its crawler thread: it answers no
 // request pipelined after it, and none before it may still await a reply ("ERROR cannot
 // pipeline other commands before metadump"). So a dump never travels over the shared, pipelined
-// backend connections: each one opens a dedicated connection per server, sends the one line,
-// reads to END and closes. The dump is held under the client's memory budget as it arrives
-// (memcached's out-of-memory reply if it does not fit) and answered when every server is done;
-// a server that cannot be reached, errs or goes quiet for longer than the idle limit is left out
-// and counted (stats_fetch_failures), as in the merged stats views. Allowed only where the pool
-// sets `allow_dump`.
+// backend connections: it asks the servers one after another, each over a connection of its
+// own (send the one line, read to END, close), and streams each server's dump lines to the
+// client as they arrive, like a streaming get reply: only at the head of the client's FIFO, and
+// only while the client's unsent output is under its limit; otherwise it stops reading the
+// server (memcached's crawler waits for it), so a dump of any size costs the client's output
+// limit, not its size. A server that cannot be reached, errs or goes quiet for longer than the
+// idle limit is left out and counted (stats_fetch_failures), as in the merged stats views; one
+// that fails mid-dump leaves the whole lines it sent. Allowed only where the pool sets
+// `allow_dump`.
 //
 // A server's crawler runs one dump at a time, so a worker runs one dump at a time too and
 // queues the rest (bounded by every client's cap on requests in flight): a client that

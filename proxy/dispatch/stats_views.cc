@@ -9,6 +9,7 @@
 #include "proxy/backend/backend_connection.h"
 #include "proxy/backend/backend_server.h"
 #include "proxy/common/clock.h"
+#include "proxy/common/log.h"
 #include "proxy/protocol/reply_lines.h"
 
 namespace mcring::core {
@@ -32,12 +33,21 @@ class StatsViews::Fetch final : public RequestOwner {
 
   bool inFlight() const { return inflight_ != nullptr; }
 
+  // Drops the cached answers (a second old, or the fetch is going): their memory goes back.
+  void forget() {
+    answers_.clear();
+    answers_.shrink_to_fit();
+    error_.clear();
+    have_ = false;
+    uncharge();
+  }
+
   void answer(RequestSource& src, PoolRuntime& pool, PendingRequest* r) {
     const uint64_t now = common::monotonicNs();
     const bool fresh = have_ && topology_ == pool.topology.get() && view_ != StatsView::CacheDump &&
                        now - fetched_ns_ < kFreshMs * 1000000;
     if (fresh) {
-      deliver(r, compose(answers_, pool).reply);
+      deliver(r, error_.empty() ? compose(answers_, pool).reply : error_);
       return;
     }
     ++r->refs;
@@ -57,14 +67,32 @@ class StatsViews::Fetch final : public RequestOwner {
   uint64_t id() const override { return session_id_; }
   bool tryStream(PendingRequest&) override { return false; }
   void streamReply(net::Buffer& from, uint64_t n) override { from.drain(n); }
+  // Each unit is one line of a server's answer (STAT, ITEM, END, VERSION or an error line).
   bool holdReply(PendingRequest&, uint64_t n) override {
-    if (held_ + n > kMaxHeld) {
+    if (!error_.empty()) {
       return false;
     }
-    held_ += n;
+    ++lines_;
+    if (lines_ > max_lines_) {
+      return outOfBounds(protocol::statsTooLargeLine(
+          "a server sent more than " + std::to_string(protocol::maxAnswerLines(view_)) + " lines"));
+    }
+    if (charged_ + n > max_bytes_) {
+      return outOfBounds(protocol::statsTooLargeLine("more than " + std::to_string(max_bytes_) +
+                                                     " bytes from the servers"));
+    }
+    MemoryBudget& budget = pool_->replies_budget;
+    if (charged_ + n <= kUnbudgetedHeld) {
+      budget.charge(n);
+    } else if (!budget.tryCharge(n)) {
+      return outOfBounds(protocol::statsTooLargeLine("over the pool's buffer_limit"));
+    }
+    charged_ += n;
     return true;
   }
-  void releaseHeld(PendingRequest&) override { held_ = 0; }
+  // The backend connection refused the detached request (after holdReply said no): its units
+  // are dropped.
+  void releaseHeld(PendingRequest&) override { uncharge(); }
   bool outputFull() const override { return false; }
   uint64_t outputSize() const override { return 0; }
   uint32_t stallLimitMs() const override { return kDeadlineMs; }
@@ -74,22 +102,57 @@ class StatsViews::Fetch final : public RequestOwner {
   bool abandonIfInputStalled(uint64_t) override { return false; }
 
  private:
-  // A cachedump of a few servers (memcached answers at most 2 MB each) fits; more is refused.
-  static constexpr uint64_t kMaxHeld = 64 * 1024 * 1024;
+  // The servers' answers to one fetch, in bytes: memcached's views of a few servers are KiBs,
+  // a cachedump at most 2 MB a server, `stats conns` about 40 bytes a line. They are charged to
+  // the pool's buffer_limit as they arrive (the first kUnbudgetedHeld whether or not it fits, as
+  // the replies below kUnbudgetedReply: an operator reads stats exactly when the pool is over its
+  // budget), and kept charged while cached.
+  static constexpr uint64_t kMaxHeld = 32 * 1024 * 1024;
+  static constexpr uint64_t kUnbudgetedHeld = 1024 * 1024;
+
+  // A bound passed: the fetch answers `line` (cached like answers), now rather than at the
+  // deadline; the backend connections drop the rest of their answers.
+  bool outOfBounds(std::string line) {
+    error_ = std::move(line);
+    if (deadline_) {
+      deadline_->start(0);  // finalize from the loop, not inside a backend connection's read
+    }
+    return false;
+  }
+
+  void uncharge() {
+    if (charged_ > 0) {
+      pool_->replies_budget.release(charged_);
+      charged_ = 0;
+    }
+  }
 
   void start(PoolRuntime& pool, uint64_t session_id) {
     WorkerContext& worker = owner_.worker_;
+    if (pool_ != nullptr) {
+      forget();  // stale (or of another snapshot): never used again
+    }
+    if (expiry_) {
+      expiry_->stop();
+    }
     pool_ = &pool;
     session_id_ = session_id;
     topology_ = pool.topology.get();
-    held_ = 0;
+    const uint32_t count = static_cast<uint32_t>(pool.by_index.size());
+    lines_ = 0;
+    max_lines_ = (uint64_t{protocol::maxAnswerLines(view_)} + 1) * count;  // each with its END
+    max_bytes_ = kMaxHeld;
+    if (view_ == StatsView::Conns || view_ == StatsView::CacheDump) {
+      // Passed on whole: a reply this large could not be held for a client anyway.
+      max_bytes_ =
+          std::min(max_bytes_, std::max(pool.config().client_buffer_limit, kUnbudgetedHeld));
+    }
     PendingRequest* q = worker.requests().acquire();
     q->refs = 1;  // ours, until finalize()
     q->session = this;
     q->shape = Shape::Stats;
     q->command =
         view_ == StatsView::Version ? protocol::Command::Version : protocol::Command::Stats;
-    const uint32_t count = static_cast<uint32_t>(pool.by_index.size());
     while (q->fragments.size() < count) {
       q->fragments.emplace_back();
     }
@@ -136,27 +199,40 @@ class StatsViews::Fetch final : public RequestOwner {
     if (deadline_) {
       deadline_->stop();
     }
-    std::vector<std::string> answers(q->fragment_count);
-    std::vector<bool> answered(q->fragment_count, false);
-    for (uint32_t s = 0; s < q->fragment_count; ++s) {
+    answers_.assign(q->fragment_count, std::nullopt);
+    for (uint32_t s = 0; s < q->fragment_count && error_.empty(); ++s) {
       Fragment& fr = q->fragments[s];
       if (fr.done && !q->refused) {
-        answers[s].assign(fr.values.contiguous(fr.values.size()));
-        answered[s] = true;
+        answers_[s].emplace();
+        takeAll(fr.values, &*answers_[s]);
       }
     }
     detach();
-    answers_.clear();
-    for (size_t s = 0; s < answers.size(); ++s) {
-      answers_.push_back(answered[s] ? std::optional<std::string>(std::move(answers[s]))
-                                     : std::nullopt);
-    }
     have_ = true;
     fetched_ns_ = common::monotonicNs();
-    protocol::MergedStats merged = compose(answers_, *pool_);
-    stats::bump(owner_.worker_.counters().stats_fetch_failures, merged.failed);
-    if (view_ == StatsView::General && merged.failed > 0) {
-      merged = compose(answers_, *pool_);  // its own counters then include this fetch's failures
+    if (!expiry_) {
+      expiry_ = std::make_unique<net::Timer>(owner_.worker_.loop(), [this] { forget(); });
+    }
+    expiry_->start(kFreshMs);
+    protocol::MergedStats merged;
+    if (error_.empty()) {
+      merged = compose(answers_, *pool_);
+      stats::bump(owner_.worker_.counters().stats_fetch_failures, merged.failed);
+      if (view_ == StatsView::General && merged.failed > 0 && !merged.too_large) {
+        merged = compose(answers_, *pool_);  // its own counters then include this fetch's failures
+      }
+      if (merged.too_large) {
+        error_ = merged.reply;  // cached as the view's answer for a second, like answers
+      }
+    }
+    if (!error_.empty()) {
+      answers_.clear();
+      uncharge();
+      merged.reply = error_;
+      stats::bump(owner_.worker_.counters().stats_fetch_failures);
+      MCRING_LOG_LIMITED(Warn, "stats answer too large", "pool %s: %.*s: %.*s", pool_name_.c_str(),
+                         static_cast<int>(line_.size() - 2), line_.data(),
+                         static_cast<int>(error_.size() - 2), error_.data());
     }
     if (!merged.version.empty()) {
       owner_.learnVersion(pool_name_, merged.version);
@@ -184,6 +260,16 @@ class StatsViews::Fetch final : public RequestOwner {
     w->reply.append(fits ? reply : protocol::kOutOfMemoryLine);
     w->complete = true;
     client->onRequestComplete(w);
+  }
+
+  // Moves a fragment's answer into a string a piece at a time, so it is never held twice.
+  static void takeAll(net::Buffer& from, std::string* to) {
+    to->reserve(from.size());
+    while (!from.empty()) {
+      const std::string_view piece = from.contiguous(std::min<size_t>(from.size(), 64 * 1024));
+      to->append(piece);
+      from.drain(piece.size());
+    }
   }
 
   // Gives up the detached request: the backend connections keep their references until their
@@ -239,7 +325,12 @@ class StatsViews::Fetch final : public RequestOwner {
   PendingRequest* inflight_ = nullptr;
   std::vector<PendingRequest*> waiters_;
   std::unique_ptr<net::Timer> deadline_;
-  uint64_t held_ = 0;
+  std::unique_ptr<net::Timer> expiry_;  // forgets the cached answers once they are stale
+  std::string error_;   // a bound was passed: the view's answer (cached as answers are)
+  uint64_t lines_ = 0;  // lines of the fetch in flight, all servers
+  uint64_t max_lines_ = 0;
+  uint64_t max_bytes_ = 0;
+  uint64_t charged_ = 0;  // bytes charged to the pool: the answers arriving, or cached
 };
 
 StatsViews::StatsViews(WorkerContext& worker, const stats::StatsRenderer& renderer)
@@ -256,7 +347,12 @@ void StatsViews::answer(RequestSource& src, PoolRuntime& pool, PendingRequest* r
     // them are dropped rather than kept without bound.
     if (fetches_.size() >= 64) {
       for (auto i = fetches_.begin(); i != fetches_.end();) {
-        i = i->second->inFlight() ? std::next(i) : fetches_.erase(i);
+        if (i->second->inFlight()) {
+          ++i;
+        } else {
+          i->second->forget();
+          i = fetches_.erase(i);
+        }
       }
     }
     std::string line = view == StatsView::Version ? std::string("version\r\n")

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 namespace mcring::protocol {
 namespace {
@@ -142,32 +143,51 @@ struct Stat {
   std::string_view value;
 };
 
-// The STAT lines of one answer; false if it is not a complete `STAT ... END` answer (an error
-// line, or anything else).
-bool parseStatLines(std::string_view reply, std::vector<Stat>* out) {
-  out->clear();
+enum class AnswerCheck : uint8_t { Ok, Invalid, TooManyLines };
+
+// Whether `reply` is a complete `STAT ... END` answer (not an error line, nothing after END) of
+// at most max_lines STAT lines; *lines counts them.
+AnswerCheck checkStatAnswer(std::string_view reply, uint32_t max_lines, uint32_t* lines) {
+  *lines = 0;
   while (!reply.empty()) {
     const size_t eol = reply.find("\r\n");
     if (eol == std::string_view::npos) {
-      return false;
+      return AnswerCheck::Invalid;
     }
-    std::string_view line = reply.substr(0, eol);
+    const std::string_view line = reply.substr(0, eol);
     reply.remove_prefix(eol + 2);
     if (line == "END") {
-      return reply.empty();
+      return reply.empty() ? AnswerCheck::Ok : AnswerCheck::Invalid;
     }
     if (!line.starts_with("STAT ")) {
-      return false;
+      return AnswerCheck::Invalid;
     }
+    if (++*lines > max_lines) {
+      return AnswerCheck::TooManyLines;
+    }
+  }
+  return AnswerCheck::Invalid;
+}
+
+// Calls fn(Stat) for each STAT line of an answer checkStatAnswer accepted: the views point into
+// the answer, nothing is kept per line.
+template <typename Fn>
+void forEachStat(std::string_view reply, Fn&& fn) {
+  for (;;) {
+    const size_t eol = reply.find("\r\n");
+    std::string_view line = reply.substr(0, eol);
+    if (line == "END" || eol == std::string_view::npos) {
+      return;
+    }
+    reply.remove_prefix(eol + 2);
     line.remove_prefix(5);
     const size_t sp = line.find(' ');
     if (sp == std::string_view::npos) {
-      out->push_back(Stat{line, {}});
+      fn(Stat{line, {}});
     } else {
-      out->push_back(Stat{line.substr(0, sp), line.substr(sp + 1)});
+      fn(Stat{line.substr(0, sp), line.substr(sp + 1)});
     }
   }
-  return false;
 }
 
 std::optional<uint64_t> unsignedOf(std::string_view v) {
@@ -191,15 +211,16 @@ std::optional<uint64_t> unsignedOf(std::string_view v) {
 enum class Combine : uint8_t { Sum, Max, Min, First };
 
 // One field over the servers that have it: amounts add up (saturating), flags and ages take the
-// max or min; a value that is not a number (a string, a float) is the first server's.
+// max or min; a value that is not a number (a string, a float) is the first server's. The first
+// value is a view into that server's answer, which outlives the merge.
 class Field {
  public:
   explicit Field(Combine how) : how_(how) {}
   void add(std::string_view value) {
-    if (first_.empty() && !seen_) {
-      first_ = std::string(value);
+    if (!seen_) {
+      first_ = value;
+      seen_ = true;
     }
-    seen_ = true;
     const auto n = unsignedOf(value);
     if (!n) {
       numeric_ = false;
@@ -225,7 +246,7 @@ class Field {
     }
   }
   std::string value() const {
-    return numeric_ && have_ && how_ != Combine::First ? std::to_string(acc_) : first_;
+    return numeric_ && have_ && how_ != Combine::First ? std::to_string(acc_) : std::string(first_);
   }
 
  private:
@@ -234,31 +255,45 @@ class Field {
   bool numeric_ = true;
   bool have_ = false;
   uint64_t acc_ = 0;
-  std::string first_;
+  std::string_view first_;
 };
 
-// Fields in first-seen order, merged over the servers.
+// The distinct names one merge may still take, over all its FieldSets (kMaxStatsNames).
+struct NameBudget {
+  uint32_t left = kMaxStatsNames;
+  bool exhausted = false;
+};
+
+// Fields in first-seen order, merged over the servers; names are views into the answers.
 class FieldSet {
  public:
-  Field& at(std::string_view name, Combine how) {
-    auto it = index_.find(std::string(name));
+  explicit FieldSet(NameBudget* budget) : budget_(budget) {}
+  // The field called `name`, created if new; nullptr once the merge holds kMaxStatsNames names.
+  Field* at(std::string_view name, Combine how) {
+    auto it = index_.find(name);
     if (it != index_.end()) {
-      return fields_[it->second].second;
+      return &fields_[it->second].second;
     }
-    index_.emplace(std::string(name), fields_.size());
-    fields_.emplace_back(std::string(name), Field(how));
-    return fields_.back().second;
+    if (budget_->left == 0) {
+      budget_->exhausted = true;
+      return nullptr;
+    }
+    --budget_->left;
+    index_.emplace(name, static_cast<uint32_t>(fields_.size()));
+    fields_.emplace_back(name, Field(how));
+    return &fields_.back().second;
   }
-  bool has(std::string_view name) const { return index_.count(std::string(name)) > 0; }
+  bool has(std::string_view name) const { return index_.count(name) > 0; }
   const Field* find(std::string_view name) const {
-    auto it = index_.find(std::string(name));
+    auto it = index_.find(name);
     return it == index_.end() ? nullptr : &fields_[it->second].second;
   }
-  const std::vector<std::pair<std::string, Field>>& fields() const { return fields_; }
+  const std::vector<std::pair<std::string_view, Field>>& fields() const { return fields_; }
 
  private:
-  std::map<std::string, size_t> index_;
-  std::vector<std::pair<std::string, Field>> fields_;
+  NameBudget* budget_;
+  std::unordered_map<std::string_view, uint32_t> index_;
+  std::vector<std::pair<std::string_view, Field>> fields_;
 };
 
 void statLine(std::string* out, std::string_view name, std::string_view value) {
@@ -274,26 +309,30 @@ std::optional<std::pair<uint32_t, std::string_view>> classPrefix(std::string_vie
   if (i == 0 || i >= s.size() || s[i] != ':') {
     return std::nullopt;
   }
-  return std::make_pair(
-      static_cast<uint32_t>(std::strtoul(std::string(s.substr(0, i)).c_str(), nullptr, 10)),
-      s.substr(i + 1));
+  return std::make_pair(static_cast<uint32_t>(*unsignedOf(s.substr(0, i))), s.substr(i + 1));
 }
 
-// The answers that parse as STAT ... END, counting the rest as failed.
+// The answers that are complete STAT ... END answers, counting the rest as failed.
 struct Parsed {
-  std::vector<std::vector<Stat>> servers;  // one per answering server, in pool order
-  std::vector<size_t> positions;           // their positions in the pool
+  std::vector<std::string_view> servers;  // one per answering server, in pool order
+  std::vector<size_t> positions;          // their positions in the pool
+  uint64_t lines = 0;                     // STAT lines in all
+  bool too_many_lines = false;            // some server's answer passed the view's bound
 };
 
-Parsed parseAll(const std::vector<ServerAnswer>& answers, MergedStats* m) {
+Parsed parseAll(const std::vector<ServerAnswer>& answers, uint32_t max_lines, MergedStats* m) {
   Parsed p;
-  std::vector<Stat> stats;
   for (size_t i = 0; i < answers.size(); ++i) {
-    if (answers[i] && parseStatLines(*answers[i], &stats)) {
-      p.servers.push_back(stats);
+    uint32_t lines = 0;
+    const AnswerCheck check =
+        answers[i] ? checkStatAnswer(*answers[i], max_lines, &lines) : AnswerCheck::Invalid;
+    if (check == AnswerCheck::Ok) {
+      p.servers.push_back(*answers[i]);
       p.positions.push_back(i);
+      p.lines += lines;
       ++m->answered;
     } else {
+      p.too_many_lines = p.too_many_lines || check == AnswerCheck::TooManyLines;
       ++m->failed;
     }
   }
@@ -301,24 +340,29 @@ Parsed parseAll(const std::vector<ServerAnswer>& answers, MergedStats* m) {
 }
 
 void mergeGeneral(const Parsed& p, const StatList& own, std::string_view fallback_version,
-                  MergedStats* m) {
-  FieldSet pool;
-  std::string version;
-  for (const auto& server : p.servers) {
-    for (const Stat& s : server) {
+                  NameBudget* budget, MergedStats* m) {
+  FieldSet pool(budget);
+  std::string_view version;
+  for (std::string_view server : p.servers) {
+    forEachStat(server, [&](const Stat& s) {
       if (s.name == "version") {
         if (version.empty() || compareVersions(s.value, version) < 0) {
-          version = std::string(s.value);
+          version = s.value;
         }
-        continue;
+        return;
       }
       Combine how = among(kMaxFields, s.name)   ? Combine::Max
                     : among(kMinFields, s.name) ? Combine::Min
                                                 : Combine::Sum;
-      pool.at(s.name, how).add(s.value);
-    }
+      if (Field* f = pool.at(s.name, how)) {
+        f->add(s.value);
+      }
+    });
   }
-  m->version = version;
+  if (budget->exhausted) {
+    return;
+  }
+  m->version = std::string(version);
   std::map<std::string_view, std::string_view> mine;
   for (const auto& [name, value] : own) {
     mine.emplace(name, value);
@@ -330,7 +374,7 @@ void mergeGeneral(const Parsed& p, const StatList& own, std::string_view fallbac
       return;
     }
     if (name == "version") {
-      statLine(&m->reply, name, version.empty() ? fallback_version : std::string_view(version));
+      statLine(&m->reply, name, version.empty() ? fallback_version : version);
       return;
     }
     if (among(kProxyFields, name)) {
@@ -369,29 +413,38 @@ void mergeGeneral(const Parsed& p, const StatList& own, std::string_view fallbac
 // `stats items` (prefix "items:") and `stats slabs` (no prefix): per-class fields merged per
 // class id, classes in ascending order; other lines merged by name after them.
 void mergeClasses(const Parsed& p, std::string_view prefix, const std::string_view* max_fields,
-                  size_t max_count, MergedStats* m) {
+                  size_t max_count, NameBudget* budget, MergedStats* m) {
   std::map<uint32_t, FieldSet> classes;
-  FieldSet rest;
-  for (const auto& server : p.servers) {
-    for (const Stat& s : server) {
+  FieldSet rest(budget);
+  for (std::string_view server : p.servers) {
+    forEachStat(server, [&](const Stat& s) {
       std::string_view name = s.name;
       std::optional<std::pair<uint32_t, std::string_view>> cls;
       if (name.starts_with(prefix)) {
         cls = classPrefix(name.substr(prefix.size()));
       }
+      Field* f = nullptr;
       if (!cls) {
-        rest.at(name, Combine::Sum).add(s.value);
-        continue;
+        f = rest.at(name, Combine::Sum);
+      } else {
+        const bool is_max =
+            std::find(max_fields, max_fields + max_count, cls->second) != max_fields + max_count;
+        f = classes.try_emplace(cls->first, budget)
+                .first->second.at(cls->second, is_max ? Combine::Max : Combine::Sum);
       }
-      const bool is_max =
-          std::find(max_fields, max_fields + max_count, cls->second) != max_fields + max_count;
-      classes[cls->first].at(cls->second, is_max ? Combine::Max : Combine::Sum).add(s.value);
-    }
+      if (f != nullptr) {
+        f->add(s.value);
+      }
+    });
+  }
+  if (budget->exhausted) {
+    return;
   }
   for (const auto& [id, fields] : classes) {
     const std::string head = std::string(prefix) + std::to_string(id) + ":";
     for (const auto& [field, value] : fields.fields()) {
-      statLine(&m->reply, head + field, value.value());
+      m->reply.append("STAT ").append(head);
+      m->reply.append(field).append(" ").append(value.value()).append("\r\n");
     }
   }
   for (const auto& [name, value] : rest.fields()) {
@@ -400,45 +453,68 @@ void mergeClasses(const Parsed& p, std::string_view prefix, const std::string_vi
   }
 }
 
-bool allDigits(std::string_view s) {
-  return unsignedOf(s).has_value();
-}
-
-void mergeByName(const Parsed& p, MergedStats* m) {
-  FieldSet all;
+void mergeByName(const Parsed& p, NameBudget* budget, MergedStats* m) {
+  FieldSet all(budget);
   bool numeric_names = true;
-  for (const auto& server : p.servers) {
-    for (const Stat& s : server) {
-      all.at(s.name, Combine::Sum).add(s.value);
-      numeric_names = numeric_names && allDigits(s.name);
-    }
-  }
-  std::vector<std::pair<std::string, std::string>> lines;
-  for (const auto& [name, field] : all.fields()) {
-    lines.emplace_back(name, field.value());
-  }
-  if (numeric_names) {  // `stats sizes` lists sizes in ascending order (names are distinct)
-    std::sort(lines.begin(), lines.end(), [](const auto& a, const auto& b) {
-      return std::strtoull(a.first.c_str(), nullptr, 10) <
-             std::strtoull(b.first.c_str(), nullptr, 10);
+  for (std::string_view server : p.servers) {
+    forEachStat(server, [&](const Stat& s) {
+      if (Field* f = all.at(s.name, Combine::Sum)) {
+        f->add(s.value);
+        numeric_names = numeric_names && unsignedOf(s.name).has_value();
+      }
     });
   }
-  for (const auto& [name, value] : lines) {
-    statLine(&m->reply, name, value);
+  if (budget->exhausted) {
+    return;
+  }
+  const auto& fields = all.fields();
+  std::vector<uint32_t> order(fields.size());
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  if (numeric_names) {  // `stats sizes` lists sizes in ascending order (names are distinct)
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+      return *unsignedOf(fields[a].first) < *unsignedOf(fields[b].first);
+    });
+  }
+  for (uint32_t i : order) {
+    statLine(&m->reply, fields[i].first, fields[i].second.value());
   }
 }
 
-// The ITEM lines of a cachedump answer (and false if it does not end in END).
-bool appendItemLines(std::string_view reply, std::string* out) {
+// Every server's lines, each name prefixed with the server's position in the pool.
+void passConns(const Parsed& p, MergedStats* m) {
+  size_t size = p.lines * 8;  // the prefixes, "<position>." (then END)
+  for (std::string_view server : p.servers) {
+    size += server.size();
+  }
+  m->reply.reserve(size);
+  for (size_t i = 0; i < p.servers.size(); ++i) {
+    const std::string head = std::to_string(p.positions[i]) + ".";
+    forEachStat(p.servers[i], [&](const Stat& s) {
+      m->reply.append("STAT ").append(head);
+      m->reply.append(s.name).append(" ").append(s.value).append("\r\n");
+    });
+  }
+}
+
+// The ITEM lines of a cachedump answer (and false if it does not end in END, or if it has more
+// than max_lines lines: *too_many then).
+bool appendItemLines(std::string_view reply, uint32_t max_lines, std::string* out, bool* too_many) {
   std::string_view body = reply;
   if (!body.ends_with("END\r\n")) {
     return false;
   }
   body.remove_suffix(5);
   size_t pos = 0;
+  uint32_t lines = 0;
   while (pos < body.size()) {
     const size_t eol = body.find("\r\n", pos);
     if (eol == std::string_view::npos || !body.substr(pos).starts_with("ITEM ")) {
+      return false;
+    }
+    if (++lines > max_lines) {
+      *too_many = true;
       return false;
     }
     pos = eol + 2;
@@ -458,6 +534,11 @@ std::optional<std::string_view> versionOf(std::string_view reply) {
     return std::nullopt;
   }
   return reply;
+}
+
+std::string tooManyLines(StatsView view) {
+  return statsTooLargeLine("a server sent more than " + std::to_string(maxAnswerLines(view)) +
+                           " lines");
 }
 
 }  // namespace
@@ -524,6 +605,29 @@ int compareVersions(std::string_view a, std::string_view b) {
   }
 }
 
+uint32_t maxAnswerLines(StatsView view) {
+  switch (view) {
+    case StatsView::Conns:
+    case StatsView::CacheDump:
+      return kMaxListedLines;
+    case StatsView::Version:
+      return 1;
+    case StatsView::General:
+    case StatsView::Settings:
+    case StatsView::Items:
+    case StatsView::Slabs:
+    case StatsView::Sizes:
+      break;
+  }
+  return kMaxStatsLines;
+}
+
+std::string statsTooLargeLine(std::string_view what) {
+  std::string line = "SERVER_ERROR stats answer too large: ";
+  line.append(what).append("\r\n");
+  return line;
+}
+
 MergedStats mergeStats(StatsView view, const std::vector<ServerAnswer>& answers,
                        const StatList& own, std::string_view fallback_version) {
   MergedStats m;
@@ -544,8 +648,9 @@ MergedStats mergeStats(StatsView view, const std::vector<ServerAnswer>& answers,
   }
   if (view == StatsView::CacheDump) {
     std::string_view first_error;
+    bool too_many = false;
     for (const ServerAnswer& a : answers) {
-      if (a && appendItemLines(*a, &m.reply)) {
+      if (a && appendItemLines(*a, kMaxListedLines, &m.reply, &too_many)) {
         ++m.answered;
       } else {
         ++m.failed;
@@ -555,6 +660,11 @@ MergedStats mergeStats(StatsView view, const std::vector<ServerAnswer>& answers,
         }
       }
     }
+    if (too_many) {
+      m.reply = tooManyLines(view);
+      m.too_large = true;
+      return m;
+    }
     if (m.answered == 0 && !first_error.empty()) {
       m.reply = std::string(first_error);
       return m;
@@ -562,38 +672,43 @@ MergedStats mergeStats(StatsView view, const std::vector<ServerAnswer>& answers,
     m.reply.append("END\r\n");
     return m;
   }
-  const Parsed p = parseAll(answers, &m);
+  const Parsed p = parseAll(answers, maxAnswerLines(view), &m);
+  if (p.too_many_lines) {
+    m.reply = tooManyLines(view);
+    m.too_large = true;
+    return m;
+  }
+  NameBudget names;
   switch (view) {
     case StatsView::General:
-      mergeGeneral(p, own, fallback_version, &m);
+      mergeGeneral(p, own, fallback_version, &names, &m);
       break;
     case StatsView::Settings:
       if (!p.servers.empty()) {
-        for (const Stat& s : p.servers.front()) {
-          statLine(&m.reply, s.name, s.value);
-        }
+        forEachStat(p.servers.front(), [&](const Stat& s) { statLine(&m.reply, s.name, s.value); });
       }
       break;
     case StatsView::Items:
-      mergeClasses(p, "items:", kItemsMaxFields, std::size(kItemsMaxFields), &m);
+      mergeClasses(p, "items:", kItemsMaxFields, std::size(kItemsMaxFields), &names, &m);
       break;
     case StatsView::Slabs:
-      mergeClasses(p, "", kSlabsMaxFields, std::size(kSlabsMaxFields), &m);
+      mergeClasses(p, "", kSlabsMaxFields, std::size(kSlabsMaxFields), &names, &m);
       break;
     case StatsView::Sizes:
-      mergeByName(p, &m);
+      mergeByName(p, &names, &m);
       break;
     case StatsView::Conns:
-      for (size_t i = 0; i < p.servers.size(); ++i) {
-        const std::string head = std::to_string(p.positions[i]) + ".";
-        for (const Stat& s : p.servers[i]) {
-          statLine(&m.reply, head + std::string(s.name), s.value);
-        }
-      }
+      passConns(p, &m);
       break;
     case StatsView::CacheDump:
     case StatsView::Version:
       break;
+  }
+  if (names.exhausted) {
+    m.reply = statsTooLargeLine("more than " + std::to_string(kMaxStatsNames) + " distinct names");
+    m.too_large = true;
+    m.version.clear();
+    return m;
   }
   m.reply.append("END\r\n");
   return m;

@@ -16,6 +16,11 @@
 //    pool (`STAT 1.24:addr ...`), since connection ids repeat across servers.
 //  - `stats cachedump <class> <limit>`: every server's ITEM lines, in pool order.
 //  - `version`: the lowest version among the servers, as memcached prints it.
+//
+// Bounds: a merge holds the servers' answers (as views into them) and, for the views it sums, one
+// entry per distinct name, nothing per line. A server's answer of more lines than the view's
+// bound (maxAnswerLines), or a merge of more than kMaxStatsNames distinct names, makes the reply
+// one error line (statsTooLargeLine) instead: memcached's own views have a few hundred lines.
 #pragma once
 
 #include <cstdint>
@@ -49,11 +54,25 @@ using StatList = std::vector<std::pair<std::string, std::string>>;
 // VERSION line or an error line), or nullopt if it did not answer (down, failed, too slow).
 using ServerAnswer = std::optional<std::string_view>;
 
+// Lines of one server's answer a merge takes: `stats`, `stats settings`, `items`, `slabs` and
+// `sizes` (memcached 1.6 prints about 90, 80, 21 per slab class of 63, 16 per class, and one per
+// 32-byte size bucket that holds items: at most 32,769 with -I 1m), and views it only passes on,
+// `stats conns` (4 or 5 lines per connection: 100,000 connections) and `stats cachedump`
+// (memcached stops at 2 MB, some 50,000 lines).
+inline constexpr uint32_t kMaxStatsLines = 100000;
+inline constexpr uint32_t kMaxListedLines = 500000;
+// Distinct names in one merged view (its working memory: about 100 bytes a name).
+inline constexpr uint32_t kMaxStatsNames = 100000;
+uint32_t maxAnswerLines(StatsView view);
+// The one-line reply for answers out of bounds: "SERVER_ERROR stats answer too large: <what>".
+std::string statsTooLargeLine(std::string_view what);
+
 struct MergedStats {
-  std::string reply;      // the client's reply, END included
-  uint32_t answered = 0;  // servers whose answer went into it
-  uint32_t failed = 0;    // servers skipped: no answer, or an error line
-  std::string version;    // the lowest memcached version among the answers; empty if none
+  std::string reply;       // the client's reply, END included
+  uint32_t answered = 0;   // servers whose answer went into it
+  uint32_t failed = 0;     // servers skipped: no answer, or an error line
+  std::string version;     // the lowest memcached version among the answers; empty if none
+  bool too_large = false;  // an answer or the merge passed a bound: reply is statsTooLargeLine
 };
 
 // Combines the servers' answers (one per server, in pool order) to `view`. `own` is used by

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
 #include <vector>
@@ -174,6 +175,55 @@ TEST_CASE("versions compare by their dotted numbers") {
   CHECK(compareVersions("1.10.0", "1.9.99") > 0);
   CHECK(compareVersions("1.6", "1.6.0") < 0);
   CHECK(compareVersions("1.6.21-rc1", "1.6.21") == 0);
+}
+
+std::string statLines(uint32_t n, const char* fmt) {
+  std::string out;
+  char line[64];
+  for (uint32_t i = 0; i < n; ++i) {
+    snprintf(line, sizeof line, fmt, i);
+    out += line;
+  }
+  return out + "END\r\n";
+}
+
+TEST_CASE("an answer over its view's line bound makes the reply one error line") {
+  const std::string big = statLines(kMaxStatsLines + 1, "STAT f%u 1\r\n");
+  const std::string fits = statLines(kMaxStatsLines, "STAT 1:f%u 1\r\n");
+  for (StatsView v : {StatsView::General, StatsView::Settings, StatsView::Items, StatsView::Slabs,
+                      StatsView::Sizes}) {
+    MergedStats m = mergeStats(v, {kGeneralA, big}, {}, "1.6.18");
+    CHECK(m.too_large);
+    CHECK(m.reply == "SERVER_ERROR stats answer too large: a server sent more than 100000 lines\r\n");
+  }
+  CHECK_FALSE(mergeStats(StatsView::Slabs, {fits}, {}, "").too_large);
+  // conns and cachedump are passed on, not merged: their bound is higher.
+  CHECK_FALSE(mergeStats(StatsView::Conns, {big}, {}, "").too_large);
+  const std::string conns = statLines(kMaxListedLines + 1, "STAT %u:addr x\r\n");
+  CHECK(mergeStats(StatsView::Conns, {conns}, {}, "").reply ==
+        "SERVER_ERROR stats answer too large: a server sent more than 500000 lines\r\n");
+  const std::string items = statLines(kMaxListedLines + 1, "ITEM k%u [1 b; 0 s]\r\n");
+  MergedStats dump = mergeStats(StatsView::CacheDump, {items}, {}, "");
+  CHECK(dump.too_large);
+  CHECK(dump.reply.rfind("SERVER_ERROR stats answer too large", 0) == 0);
+}
+
+TEST_CASE("a merge of more distinct names than its bound is one error line") {
+  // Two servers each within the line bound, together over the name bound.
+  const std::string a = statLines(kMaxStatsNames / 2 + 1, "STAT a%u 1\r\n");
+  const std::string b = statLines(kMaxStatsNames / 2 + 1, "STAT b%u 1\r\n");
+  for (StatsView v : {StatsView::General, StatsView::Sizes, StatsView::Slabs}) {
+    MergedStats m = mergeStats(v, {a, b}, {}, "1.6.18");
+    CHECK(m.too_large);
+    CHECK(m.reply == "SERVER_ERROR stats answer too large: more than 100000 distinct names\r\n");
+  }
+  const std::string ia = statLines(kMaxStatsNames / 2 + 1, "STAT items:%u:number 1\r\n");
+  const std::string ib = statLines(kMaxStatsNames / 2 + 1, "STAT items:%u:age 1\r\n");
+  CHECK(mergeStats(StatsView::Items, {ia, ib}, {}, "").too_large);
+  // The same names from both: within the bound, summed.
+  MergedStats same = mergeStats(StatsView::Sizes, {a, a}, {}, "");
+  CHECK_FALSE(same.too_large);
+  CHECK(same.reply.rfind("STAT a0 2\r\nSTAT a1 2\r\n", 0) == 0);
 }
 
 TEST_CASE("which stats arguments are the servers' views") {
