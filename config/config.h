@@ -105,6 +105,9 @@ struct PoolConfig {
   bool hot_keys = true;
   uint32_t hot_key_capacity = 128;      // keys each worker's sketch monitors
   uint32_t hot_key_event_percent = 10;  // a key above this share of requests is an event; 0: none
+  // ...and at this many requests per second at least (a few requests a second on an idle pool
+  // are a large share of nothing).
+  uint32_t hot_key_min_rate = 100;
   // Hot-key spread (docs/design.md): a hot key's copies, 0 = off, else 2..16.
   uint32_t hot_key_spread = 0;
   // A copy is read for at most this long after its fill (bounds staleness across proxies).

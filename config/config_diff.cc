@@ -105,6 +105,7 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
   keyChange(&k, "hot_key_capacity", str(a.hot_key_capacity), str(b.hot_key_capacity));
   keyChange(&k, "hot_key_event_percent", str(a.hot_key_event_percent),
             str(b.hot_key_event_percent));
+  keyChange(&k, "hot_key_min_rate", str(a.hot_key_min_rate), str(b.hot_key_min_rate));
   keyChange(&k, "hot_key_spread", str(a.hot_key_spread), str(b.hot_key_spread));
   keyChange(&k, "hot_key_copy_ttl", str(a.hot_key_copy_ttl_ms), str(b.hot_key_copy_ttl_ms));
   keyChange(&k, "hot_key_metrics", std::string(hotKeyMetricsName(a.hot_key_metrics)),

@@ -758,6 +758,17 @@ const std::array kPoolKeys = {
         .show = [](const PoolConfig& p) { return std::to_string(p.hot_key_event_percent); },
     },
     PoolKey{
+        .name = "hot_key_min_rate", .type = "integer (requests/s)", .origin = KeyOrigin::Mcring,
+        .meaning = "A key is a hot-key event (and spread, with `hot_key_spread`) only at this "
+                   "many requests a second at least, whatever its share: on an idle pool a key "
+                   "read a few times a second is a large share of nothing. It cools below half "
+                   "of it. 0: no minimum.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.hot_key_min_rate, 0, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.hot_key_min_rate); },
+    },
+    PoolKey{
         .name = "hot_key_spread", .type = "integer", .origin = KeyOrigin::Mcring,
         .meaning = "0: off. 2 to 16: a key that turns hot (`hot_key_event_percent`, with "
                    "`hot_keys` on) is spread over this many servers, its own and the servers of "

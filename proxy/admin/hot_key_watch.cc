@@ -220,11 +220,14 @@ void HotKeyWatch::sampleSecond() {
   planSpreads(*topology);
 }
 
-// A key turns hot when its share reaches hot_key_event_percent, and cools when it falls below
-// half of that (hysteresis, so a key hovering at the threshold is not an event every second).
+// A key turns hot when its share reaches hot_key_event_percent and its rate hot_key_min_rate, and
+// cools when either falls below half of that (hysteresis, so a key hovering at the threshold is
+// not an event every second). The minimum rate keeps an idle pool's keys out: at a few requests a
+// second, a key is a large share of nothing.
 void HotKeyWatch::checkEvents(const config::PoolTopology& pool, const PoolHotKeys& report) {
   const config::PoolConfig& cfg = pool.config;
   const double hot = static_cast<double>(cfg.hot_key_event_percent) / 100.0;
+  const double min_rate = static_cast<double>(cfg.hot_key_min_rate);
   std::lock_guard<std::mutex> lock(mutex_);
   std::set<std::string>& current = hot_[cfg.name];
   if (!cfg.hot_keys || cfg.hot_key_event_percent == 0) {
@@ -232,7 +235,8 @@ void HotKeyWatch::checkEvents(const config::PoolTopology& pool, const PoolHotKey
     return;
   }
   auto shown = [&](const std::string& key) {
-    return cfg.hot_key_metrics == config::HotKeyMetrics::Plain ? key : hashedKey(key);
+    return cfg.hot_key_metrics == config::HotKeyMetrics::Plain ? common::escapeForLog(key)
+                                                               : hashedKey(key);
   };
   auto record = [&](const char* kind, const std::string& key, double share, double rate,
                     std::vector<std::string> backends) {
@@ -256,12 +260,12 @@ void HotKeyWatch::checkEvents(const config::PoolTopology& pool, const PoolHotKey
   std::set<std::string> still;
   for (const HotKeyRow& k : report.keys) {
     if (current.count(k.key) != 0) {
-      if (k.share >= hot / 2) {
+      if (k.share >= hot / 2 && k.rate >= min_rate / 2) {
         still.insert(k.key);
       } else {
         record("cooled", k.key, k.share, k.rate, k.backends);
       }
-    } else if (k.share >= hot) {
+    } else if (k.share >= hot && k.rate >= min_rate) {
       record("hot", k.key, k.share, k.rate, k.backends);
       still.insert(k.key);
     }

@@ -70,7 +70,9 @@ struct HotKeyEvent {
   int64_t time_ms = 0;  // unix ms
   std::string kind;     // "hot": crossed hot_key_event_percent; "cooled": below half of it
   std::string pool;
-  std::string key;  // as hot_key_metrics shows keys (hashed unless `plain`)
+  // As hot_key_metrics shows keys: hashed unless `plain`; with `plain`, bytes other than
+  // printable ASCII (and space, backslash) as \xNN (common::escapeForLog), as in the log line.
+  std::string key;
   double share = 0;
   double rate = 0;
   std::vector<std::string> backends;

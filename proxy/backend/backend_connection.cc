@@ -1,6 +1,7 @@
 // BackendConnection: pipelined request/reply matching over one backend socket.
 #include "proxy/backend/backend_connection.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "proxy/backend/backend_server.h"
@@ -179,6 +180,26 @@ void BackendConnection::onReadable() {
 
 // The unit at the front is for `r`, whose reply streams to a client that has a full output:
 // delivering it would pass the client's budget, so this connection waits for the client.
+bool BackendConnection::changesInFlight() const {
+  auto changes = [](const InFlight& f) {
+    switch (f.delivery) {
+      case Delivery::Direct:
+      case Delivery::Fragment:
+        return f.req->command != protocol::Command::Get &&
+               f.req->command != protocol::Command::Gets;
+      case Delivery::Stats:
+      case Delivery::Warmup:
+      case Delivery::WarmMeta:
+        return false;
+      default:
+        return true;
+    }
+  };
+  return std::any_of(inflight_.begin(), inflight_.end(), changes) ||
+         std::any_of(replays_.begin(), replays_.end(), changes) ||
+         std::any_of(held_.begin(), held_.end(), changes);
+}
+
 bool BackendConnection::mustWait(PendingRequest& r) {
   RequestOwner* s = r.session;
   return s != nullptr && !r.refused && s->outputFull() && s->tryStream(r);

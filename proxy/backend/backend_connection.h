@@ -54,6 +54,10 @@ class BackendConnection : public net::ConnectionHandler {
   State state() const { return state_; }
   bool idle() const { return inflight_.empty() && replays_.empty() && held_.empty(); }
   size_t inflightCount() const { return inflight_.size(); }
+  // Whether a request that may change an item (anything but a get/gets, a stats or a warm-up
+  // read) is queued here and not yet answered. Hot-key spread asks it of a key's own server when
+  // the key starts spreading (spread_write.h, spreadStartsQuiet).
+  bool changesInFlight() const;
 
   // Starts connecting if closed. Returns false if the connect could not even start.
   bool ensureConnected();

@@ -212,6 +212,15 @@ bool BackendServer::idle() const {
   return true;
 }
 
+bool BackendServer::changesInFlight() const {
+  for (const auto& c : connections_) {
+    if (c->changesInFlight()) {
+      return true;
+    }
+  }
+  return false;
+}
+
 void BackendServer::abortAll(BackendFailure why) {
   for (auto& c : connections_) {
     if (c->state() != BackendConnection::State::Closed || !c->idle()) {

@@ -40,7 +40,8 @@ class BackendServer {
     reported_down_ = false;
   }
 
-  bool idle() const;  // nothing in flight on any connection
+  bool idle() const;             // nothing in flight on any connection
+  bool changesInFlight() const;  // BackendConnection::changesInFlight on any connection
 
   // Replication (docs/design.md, "Replication"). Whether a read may go to this server now
   // (replicas > 1 picks the key's first readable replica): not stale (return_flush: it missed

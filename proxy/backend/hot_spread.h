@@ -128,21 +128,27 @@ struct SpreadSet {
   int workers = 1;
   // After the last worker applied the set, how long before a fill may start: longer than a
   // backend request may take, so no write a worker dispatched before it saw the set (to the
-  // primary only) is still in flight when a fill reads the primary.
+  // primary only) is still in flight when a fill reads the primary. Not waited when every worker
+  // acked quiet: it had no such write in flight when it applied the set, so none can be.
   uint64_t settle_ms = 2000;
   mutable std::atomic<int> acks{0};
+  mutable std::atomic<int> loud_acks{0};         // acks that were not quiet
   mutable std::atomic<uint64_t> last_ack_ms{0};  // monotonic
 
-  // A worker applied the set (its thread, once).
-  void ack(uint64_t now_ms) const {
+  // A worker applied the set (its thread, once). `quiet`: nothing that may change an item was in
+  // flight from it to the own server of a key this set spreads anew (spreadStartsQuiet).
+  void ack(uint64_t now_ms, bool quiet = false) const {
     uint64_t prev = last_ack_ms.load();
     while (prev < now_ms && !last_ack_ms.compare_exchange_weak(prev, now_ms)) {
+    }
+    if (!quiet) {
+      loud_acks.fetch_add(1);  // before acks: whoever sees every ack sees this one
     }
     acks.fetch_add(1);
   }
   bool allAcked() const { return acks.load() >= workers; }
   bool settled(uint64_t now_ms) const {
-    return allAcked() && now_ms >= last_ack_ms.load() + settle_ms;
+    return allAcked() && (loud_acks.load() == 0 || now_ms >= last_ack_ms.load() + settle_ms);
   }
   const std::shared_ptr<SpreadEntry>* find(std::string_view key) const {
     for (const auto& e : entries) {

@@ -1,8 +1,11 @@
 // Spread writes compared copy by copy, copy misses, fill ends.
 #include "proxy/backend/spread_write.h"
 
+#include <algorithm>
 #include <functional>
 
+#include "proxy/backend/backend_server.h"
+#include "proxy/backend/pool_runtime.h"
 #include "proxy/common/clock.h"
 
 namespace mcring::core {
@@ -70,6 +73,24 @@ void endSpreadFill(PendingRequest& r, bool ok, stats::WorkerCounters& c) {
     stats::bump(c.spread_fills_abandoned);
   }
   e.fill_in_flight.store(false);
+}
+
+bool spreadStartsQuiet(const PoolRuntime& pool, const SpreadSet* current, const SpreadSet& next) {
+  if (next.topology != pool.topology) {
+    return false;  // routed by another snapshot: no telling which server holds what
+  }
+  for (const auto& e : next.entries) {
+    if (current != nullptr && current->topology == next.topology &&
+        std::any_of(current->entries.begin(), current->entries.end(),
+                    [&](const std::shared_ptr<SpreadEntry>& c) { return c == e; })) {
+      continue;  // already spread: its writes went to every copy, counted by the entry
+    }
+    const uint32_t primary = e->copies.empty() ? 0 : e->copies[0];
+    if (primary >= pool.by_index.size() || pool.by_index[primary]->changesInFlight()) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace mcring::core

@@ -25,6 +25,12 @@ void missedAtCopy(SpreadEntry& entry, uint32_t copy, stats::WorkerCounters& c);
 // counts as done (a fill may start again). A cas or meta write to the primary only: done.
 void settleSpreadWrite(PendingRequest& r, stats::WorkerCounters& c);
 
+// Whether this worker may ack `next` quiet (SpreadSet::ack): no request that may change an item
+// is in flight to the own server of any key `next` spreads that `current` (the set it replaces)
+// did not. Such a request went to the primary alone, and a fill that read the primary before it
+// landed would copy the older value; without one, fills need not wait the set's settle_ms.
+bool spreadStartsQuiet(const PoolRuntime& pool, const SpreadSet* current, const SpreadSet& next);
+
 // A fill is over: its copy is filled if it succeeded and no write of the key started since it
 // began (`ok`), else abandoned (the copy stays unfilled, and the next fill overwrites it).
 void endSpreadFill(PendingRequest& r, bool ok, stats::WorkerCounters& c);

@@ -80,8 +80,23 @@ bool logEnabled(LogLevel level) {
 
 namespace {
 
-// One line, with g_mutex held.
+// One line, with g_mutex held. The message is formatted first so that a control byte an
+// argument brought (a client's key, a peer's text) is written escaped: a line never holds an LF
+// or CR of its own, so it cannot forge another.
 void writeLineLocked(LogLevel level, const char* fmt, va_list ap) {
+  char small[512];
+  va_list copy;
+  va_copy(copy, ap);
+  const int n = std::vsnprintf(small, sizeof(small), fmt, copy);
+  va_end(copy);
+  std::string message;
+  if (n >= 0 && static_cast<size_t>(n) >= sizeof(small)) {
+    message.resize(static_cast<size_t>(n) + 1);
+    std::vsnprintf(message.data(), message.size(), fmt, ap);
+    message.resize(static_cast<size_t>(n));
+  } else {
+    message.assign(small, n > 0 ? static_cast<size_t>(n) : 0);
+  }
   timeval tv;
   gettimeofday(&tv, nullptr);
   tm t;
@@ -91,7 +106,16 @@ void writeLineLocked(LogLevel level, const char* fmt, va_list ap) {
   FILE* out = g_out != nullptr ? g_out : stderr;
   std::fprintf(out, "[%s.%03ld] %-6s ", stamp, static_cast<long>(tv.tv_usec / 1000),
                kLevelNames[static_cast<int>(level)]);
-  std::vfprintf(out, fmt, ap);
+  static const char kHex[] = "0123456789abcdef";
+  for (const char ch : message) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      const char escaped[] = {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+      std::fwrite(escaped, 1, sizeof(escaped), out);
+    } else {
+      std::fputc(c, out);
+    }
+  }
   std::fputc('\n', out);
   std::fflush(out);
 }
@@ -160,6 +184,21 @@ void logWriteLimited(const char* cls, LogLevel level, const char* fmt, ...) {
   va_start(ap, fmt);
   writeLineLocked(level, fmt, ap);
   va_end(ap);
+}
+
+std::string escapeForLog(std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(s.size());
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c > 0x20 && c < 0x7f && c != '\\') {
+      out.push_back(ch);
+    } else {
+      out.append({'\\', 'x', kHex[c >> 4], kHex[c & 15]});
+    }
+  }
+  return out;
 }
 
 void logFlushSuppressed() {

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace mcring::common {
 
@@ -26,6 +27,12 @@ void logWriteLimited(const char* cls, LogLevel level, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
 // Writes the "suppressed" line of every class whose second is over (call about once a second).
 void logFlushSuppressed();
+
+// `s` as one token of a log line or an event: printable ASCII but space and backslash as it is,
+// every other byte as \xNN. A key from a binary or base64 meta client may hold any byte: as it
+// is, an LF would start a forged line, a NUL cut the line short (printf), and a space or a
+// backslash make the token ambiguous.
+std::string escapeForLog(std::string_view s);
 
 }  // namespace mcring::common
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "proxy/backend/spread_write.h"
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
 #include "proxy/dispatch/dispatch_steps.h"
@@ -96,11 +97,15 @@ void Worker::postTopology(std::shared_ptr<const config::Topology> topology,
 void Worker::postSpread(std::string pool, std::shared_ptr<const SpreadSet> set) {
   loop_->post([this, pool = std::move(pool), set = std::move(set)]() mutable {
     auto it = pools_.find(pool);
+    // Acknowledged even by a worker without the pool: it sends nothing to the key's servers.
+    bool quiet = true;
     if (it != pools_.end() && !it->second->removed) {
+      // Quiet if no write this worker sent to a new key's primary alone is still in flight:
+      // then its copies may be filled at once (SpreadSet::settled).
+      quiet = spreadStartsQuiet(*it->second, it->second->spread.get(), *set);
       it->second->spread = set;
     }
-    // Acknowledged even by a worker without the pool: it sends nothing to the key's servers.
-    set->ack(common::monotonicNs() / 1000000);
+    set->ack(common::monotonicNs() / 1000000, quiet);
   });
 }
 

@@ -303,6 +303,9 @@ void HttpServer::onRequest(evhttp_request* req, void* arg) {
   HttpResponse resp = self->handler_(request);
   evkeyvalq* headers = evhttp_request_get_output_headers(req);
   evhttp_add_header(headers, "Content-Type", resp.content_type.c_str());
+  // A browser must take every answer as its Content-Type says: a JSON view holding a client's
+  // key must never be sniffed into HTML or script.
+  evhttp_add_header(headers, "X-Content-Type-Options", "nosniff");
   for (const auto& [name, value] : resp.headers) {
     evhttp_add_header(headers, name.c_str(), value.c_str());
   }

@@ -53,11 +53,15 @@ MergedHotKeys HotKeyBoard::merged(const std::string& pool, int64_t now_ms, size_
   }
   out.keys.reserve(sums.size());
   for (auto& [key, s] : sums) {
+    const double error = std::max(0.0, s.error + floor_rate);
+    if (s.rate - error <= floor_rate) {
+      continue;  // not significant against the sketch's error (see merged())
+    }
     MergedHotKey k;
     k.key = key;
     k.count = s.count;
     k.rate = s.rate;
-    k.error = std::max(0.0, s.error + floor_rate);
+    k.error = error;
     k.share = out.request_rate > 0 ? s.rate / out.request_rate : 0;
     out.keys.push_back(std::move(k));
   }

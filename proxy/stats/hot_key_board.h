@@ -59,7 +59,10 @@ class HotKeyBoard {
   // A pool that left the configuration (or turned detection off) in one worker.
   void withdraw(int worker, const std::string& pool);
   // The merged latest windows of `pool`, at most `limit` keys. Windows that ended more than two
-  // window lengths before `now_ms` are stale (their worker stopped) and left out.
+  // window lengths before `now_ms` are stale (their worker stopped) and left out. Only keys the
+  // sketches tell apart from the rest are listed: a key whose rate, less its error, is at most
+  // the floor (what any key no sketch lists may have) could be any of the keys near the floor;
+  // on a uniform stream over more keys than the sketch monitors, that is every key it holds.
   MergedHotKeys merged(const std::string& pool, int64_t now_ms, size_t limit) const;
 
  private:

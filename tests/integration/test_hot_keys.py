@@ -228,5 +228,151 @@ class HotKeyConfigTest(IntegrationCase):
         self.assertNotIn(b"STAT hotkey:alpha:1", reply)
 
 
+
+def uniform_trickle(conn, keys, per_key_rate, seconds, prefix=b"u:"):
+    """Gets of `keys` keys in turn, each about `per_key_rate` times a second, for `seconds`
+    (bounded in time and count: pipelined ticks of 100 ms, each answered before the next)."""
+    per_tick = max(1, int(keys * per_key_rate / 10))
+    sent, i = 0, 0
+    t0 = time.monotonic()
+    for tick in range(int(seconds * 10)):
+        data = b"".join(b"get %s%d\r\n" % (prefix, (i + j) % keys) for j in range(per_tick))
+        i += per_tick
+        conn.send(data)
+        conn.read_replies(per_tick, timeout=10)
+        sent += per_tick
+        pause = t0 + (tick + 1) * 0.1 - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)  # paces the load (no timing assertion)
+    return sent
+
+
+class HotKeyNoiseTest(IntegrationCase):
+    """Issue #27: on a nearly idle pool, keys at a few requests a second were hot-key events
+    (their share of a tiny total is large), and uniform keys whose error bound exceeds their
+    rate filled the hot-key list. A genuinely hot key must still be reported."""
+
+    def listed(self, cl):
+        doc = hotkeys(cl)
+        return doc, doc["pools"].get("alpha", [])
+
+    def test_low_rate_uniform_traffic_is_no_event_and_lists_nothing_insignificant(self):
+        cl = self.cluster(n_backends=3)
+        c = self.conn(cl, timeout=10)
+        events_before = len(hotkeys(cl)["events"])
+        # An idle pool: 5 keys at 2 requests/s each (each 20% of a pool's 10 requests/s).
+        sent_idle = uniform_trickle(c, 5, 2, 3.5, prefix=b"idle:")
+        # Many keys: 2,000 at 3 requests/s each; a window (1 s) sees 6,000 requests over 2,000
+        # keys, far more keys than a sketch monitors (hot_key_capacity 128).
+        listings = []
+        t0 = time.monotonic()
+        sent_uniform = 0
+        while time.monotonic() - t0 < 3.5:
+            sent_uniform += uniform_trickle(c, 2000, 3, 0.5)
+            listings.append(self.listed(cl)[1])
+        reply = self.conn(cl).request(b"stats hotkeys\r\n")
+        doc, last = self.listed(cl)
+        events = [e for e in doc["events"][events_before:] if e["pool"] == "alpha"]
+        with open(cl.proxy.log_path, "rb") as f:
+            log = f.read().decode(errors="replace")
+        shown = [k for l in listings for k in l]
+        print("\nlow-rate traffic: %d idle gets (5 keys), %d uniform gets (2,000 keys); "
+              "events %d, hot-key log lines %d, rows listed over %d reads of /hotkeys: %d "
+              "(uniform keys: %d, with error >= rate: %d)" %
+              (sent_idle, sent_uniform, len(events), log.count("hot key hot:"), len(listings),
+               len(shown), sum(1 for k in shown if k["key"].startswith("u:")),
+               sum(1 for k in shown if k["error"] >= k["rate"])))
+        self.assertEqual(events, [])
+        self.assertNotIn("hot key hot:", log)
+        for k in shown:
+            self.assertLess(k["error"], k["rate"], "listed without significance: %r" % k)
+        # A uniform key's 3/s is 0.05% of the pool's requests, below what the sketch can tell
+        # apart from its error (1/hot_key_capacity): it is never listed.
+        self.assertFalse([k for k in shown if k["key"].startswith("u:")], last)
+        self.assertNotIn(b"key=u:", reply)
+        self.assertRegex(reply, rb"STAT hotkeys:alpha enabled=1 ")
+
+        # A genuinely hot key is still named and is an event.
+        load = HotLoad(c, limit_s=4.0).start()
+        try:
+            deadline = time.time() + 8
+            hot = []
+            while time.time() < deadline:
+                doc, keys = self.listed(cl)
+                hot = [e for e in doc["events"][events_before:] if e["kind"] == "hot"]
+                if hot and keys and keys[0]["key"] == HOT.decode():
+                    break
+                time.sleep(0.05)
+        finally:
+            load.finish()
+        self.assertEqual(len(hot), 1, hot)
+        self.assertEqual(keys[0]["key"], HOT.decode())
+        self.assertIn("hot key hot: pool 'alpha' key xxh3:", cl.log_tail())
+
+
+class HotKeyLogInjectionTest(IntegrationCase):
+    """Issue #27: with hot_key_metrics: plain, a hot binary-protocol key holding LF wrote a
+    forged log line (a NUL cut it short). Logs and events must show such bytes escaped; every
+    JSON view says X-Content-Type-Options: nosniff."""
+
+    KEY = b"evil\n[2026-01-01 00:00:00.000] error  forged line\x00tail\x80\xff"
+    ESCAPED = r"evil\x0a[2026-01-01\x2000:00:00.000]\x20error\x20\x20forged\x20line\x00tail\x80\xff"
+
+    def test_hot_binary_key_is_escaped_in_log_and_events(self):
+        from test_hostile_features import drive_hot
+        cl = self.cluster(n_backends=2, extra={"hot_key_metrics": "plain"})
+        drive_hot(cl.proxy.port, [self.KEY, b"other"])
+        deadline = time.time() + 5
+        events = []
+        while time.time() < deadline and not events:
+            events = [e for e in hotkeys(cl)["events"] if e["kind"] == "hot"]
+            time.sleep(0.05)
+        _, body = admin_http(cl.proxy.admin_port, path="/hotkeys")
+        with open(cl.proxy.log_path, "rb") as f:
+            log = f.read()
+        lines = [l for l in log.split(b"\n") if b"hot key hot" in l or b"forged" in l]
+        print("\nlog lines: %r\nevents: %r" % (lines, [e["key"] for e in events]))
+        self.assertTrue(events)
+        self.assertIn(self.ESCAPED, [e["key"] for e in events])
+        self.assertIn(self.ESCAPED.encode(), log)
+        for line in log.split(b"\n"):
+            self.assertFalse(line.startswith(b"[2026-01-01"), "forged line: %r" % line)
+            self.assertFalse(any(b < 0x20 and b != 0x09 or b >= 0x80 for b in line),
+                             "raw byte in log line %r" % line)
+        doc = json.loads(body)
+        for e in doc["events"]:
+            self.assertFalse(any(ord(ch) < 0x20 or ord(ch) >= 0x80 for ch in e["key"]), e)
+
+    def test_json_views_say_nosniff(self):
+        import socket
+        from harness import HOST
+        cl = self.cluster(n_backends=1)
+        port = cl.proxy.admin_port
+        paths = [("GET", "/stats"), ("GET", "/reloads"), ("GET", "/events"),
+                 ("GET", "/backends"), ("GET", "/timeline"), ("GET", "/hotkeys"),
+                 ("POST", "/whatif/alpha"), ("POST", "/reload")]
+        seen = {}
+        for method, path in paths:
+            body = b"servers:\n  - 127.0.0.1:1:1\n" if path.startswith("/whatif") else b""
+            with socket.create_connection((HOST, port), timeout=5) as s:
+                s.sendall(b"%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n"
+                          b"Connection: close\r\n\r\n" % (method.encode(), path.encode(), port,
+                                                          len(body)) + body)
+                data = b""
+                deadline = time.monotonic() + 5
+                while time.monotonic() < deadline:
+                    d = s.recv(65536)
+                    if not d:
+                        break
+                    data += d
+            head = data.partition(b"\r\n\r\n")[0].lower()
+            seen[path] = (head.split(b"\r\n")[0], b"content-type: application/json" in head,
+                          b"x-content-type-options: nosniff" in head)
+        print("\n" + "\n".join("%s %r" % (p, v) for p, v in seen.items()))
+        for path, (status, is_json, nosniff) in seen.items():
+            self.assertTrue(is_json, (path, status))
+            self.assertTrue(nosniff, (path, status))
+
+
 if __name__ == "__main__":
     unittest.main()

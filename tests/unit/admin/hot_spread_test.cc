@@ -1,6 +1,6 @@
 // Hot-key spread without sockets: the spread set's life as planSpread decides it (fresh entries,
 // collapse before removal, acks, a new snapshot), and the entry's read choice and fill state.
-#include "proxy/admin/hot_spread_plan.h"
+#include "proxy/backend/hot_spread.h"
 
 #include <doctest/doctest.h>
 
@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "proxy/backend/hot_spread.h"
+#include "proxy/admin/hot_spread_plan.h"
 
 namespace mcring::core {
 namespace {
@@ -127,6 +127,22 @@ TEST_CASE("SpreadSet: settled only once every worker acked and the settle time p
   CHECK(s->settled(1150));
   CHECK(s->find("k") != nullptr);
   CHECK(s->find("other") == nullptr);
+}
+
+TEST_CASE("SpreadSet: settled at once when every worker acked quiet") {
+  auto p = pool(2);
+  auto s = planSpread(p, {"k"}, nullptr, 2);
+  s->settle_ms = 100;
+  s->ack(1000, /*quiet=*/true);
+  CHECK_FALSE(s->settled(1000));  // one worker has not applied it yet
+  s->ack(1010, /*quiet=*/true);
+  CHECK(s->settled(1010));
+  auto loud = planSpread(p, {"k"}, nullptr, 2);
+  loud->settle_ms = 100;
+  loud->ack(1000, /*quiet=*/true);
+  loud->ack(1010, /*quiet=*/false);  // a write to the primary alone may still be in flight
+  CHECK_FALSE(loud->settled(1050));
+  CHECK(loud->settled(1110));
 }
 
 TEST_CASE("SpreadEntry: reads go to filled copies only, spread evenly over them") {

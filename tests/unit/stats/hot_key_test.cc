@@ -29,8 +29,12 @@ void* operator new(size_t n) {
   }
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, size_t) noexcept {
+  std::free(p);
+}
 
 namespace mcring::stats {
 namespace {
@@ -71,8 +75,8 @@ TEST_CASE("hot key sketch: Space-Saving's bounds hold on a skewed stream") {
   for (const auto& e : top) {
     CHECK(listed.insert(e.key).second);  // no key twice: the index and heap agree
     uint64_t t = truth[e.key];
-    CHECK(e.count >= t);               // never under
-    CHECK(e.count - e.error <= t);     // over by at most the error
+    CHECK(e.count >= t);            // never under
+    CHECK(e.count - e.error <= t);  // over by at most the error
   }
   for (size_t i = 1; i < top.size(); ++i) {
     CHECK(top[i - 1].count >= top[i].count);
@@ -178,6 +182,34 @@ TEST_CASE("hot key board: workers' windows merge into rates and shares") {
   board.withdraw(0, "p");
   CHECK(board.merged("p", 11000, 10).workers == 1);
   CHECK(board.merged("none", 11000, 10).keys.empty());
+}
+
+TEST_CASE("hot key board: keys the sketch cannot tell from the rest are not listed") {
+  // A uniform stream over far more keys than the sketch monitors: every monitored key's count is
+  // mostly its error; none is listed. A key well above 1/capacity still is.
+  HotKeySketch sketch(16);
+  for (int round = 0; round < 20; ++round) {
+    for (int k = 0; k < 400; ++k) {
+      std::string key = "u:" + std::to_string(k);
+      sketch.record(key, HyperLogLog::hashKey(key));
+      if (k % 4 == 0) {
+        sketch.record("hot", HyperLogLog::hashKey("hot"));
+      }
+    }
+  }
+  HotKeyWindow w;
+  w.start_ms = 10000;
+  w.end_ms = 11000;
+  w.total = sketch.total();
+  w.floor = sketch.floor();
+  w.top = sketch.top(sketch.capacity());
+  REQUIRE(w.top.size() == 16);
+  HotKeyBoard board;
+  board.publish(0, "p", w);
+  MergedHotKeys m = board.merged("p", 11000, 20);
+  REQUIRE(m.keys.size() == 1);
+  CHECK(m.keys[0].key == "hot");
+  CHECK(m.keys[0].rate - m.keys[0].error >= 2000);
 }
 
 }  // namespace
