@@ -371,6 +371,18 @@ class UnavailableReadsTest(IntegrationCase):
         return [r[1] for r in self.run_json(["php", "unavailable_php.php", "memcache",
                                              str(self.cl.port)] + steps)]
 
+    def npm_memcached(self, steps):
+        env = dict(os.environ, NODE_PATH=NODE_MODULES)
+        return [r[1] for r in self.run_json(
+            ["node", os.path.join("node", "unavailable_memcached.js"), str(self.cl.port)] + steps,
+            env)]
+
+    def write_steps(self):
+        """A live get, a dead get, a set of the dead key (the cache-aside fill), a live get, a
+        live set."""
+        d, l0, l1 = (k.decode() for k in (self.dead[0], self.live[0], self.live[1]))
+        return ["get:" + l0, "get:" + d, "set:" + d, "get:" + l1, "set:" + l0]
+
     def test_php_memcache_keeps_using_the_pool_with_not_stored(self):
         if not shutil.which("php") or subprocess.run(
                 ["php", "-r", "exit(class_exists('Memcache') ? 0 : 1);"]).returncode != 0:
@@ -379,17 +391,37 @@ class UnavailableReadsTest(IntegrationCase):
             with self.subTest(unavailable_writes=writes or "error (default)"):
                 self.start(writes=writes, flags=False)
                 self.cl.backends[DEAD].kill()
-                d, l0, l1 = (k.decode() for k in (self.dead[0], self.live[0], self.live[1]))
-                got = self.php_memcache(["get:" + l0, "get:" + d, "set:" + d, "get:" + l1,
-                                         "set:" + l0])
+                got = self.php_memcache(self.write_steps())
                 print("\nphp-memcache, unavailable_writes %s: %s" % (writes or "error", got))
+                l0, l1 = value_of(self.live[0]).decode(), value_of(self.live[1]).decode()
                 if writes == "not_stored":
-                    self.assertEqual(got, [value_of(self.live[0]).decode(), None, False,
-                                           value_of(self.live[1]).decode(), True])
+                    self.assertEqual(got, [l0, None, False, l1, True])
                 else:
                     # The live key read after the failed set fails too, and so does a set.
-                    self.assertEqual(got, [value_of(self.live[0]).decode(), None, False, None,
-                                           False])
+                    self.assertEqual(got, [l0, None, False, None, False])
+                self.cl.close()
+
+    def test_npm_memcached_keeps_using_the_pool_with_not_stored(self):
+        if not NODE_MODULES or not os.path.isdir(os.path.join(NODE_MODULES, "memcached")):
+            self.skipTest("npm memcached is not installed (the integration_node_clients fixture)")
+        for writes in ("not_stored", None):
+            with self.subTest(unavailable_writes=writes or "error (default)"):
+                self.start(writes=writes, flags=False)
+                self.cl.backends[DEAD].kill()
+                got = self.npm_memcached(self.write_steps())
+                print("\nnpm memcached, unavailable_writes %s: %s" % (writes or "error", got))
+                l0, l1 = value_of(self.live[0]).decode(), value_of(self.live[1]).decode()
+                self.assertEqual(got[:2], [{"value": l0}, {"value": None}])
+                if writes == "not_stored":
+                    # NOT_STORED is its "Item is not stored" error for that call only.
+                    self.assertEqual(got[2:], [{"error": "Item is not stored"}, {"value": l1},
+                                               {"stored": True}])
+                else:
+                    # The set's SERVER_ERROR reads as false, then the server (all of mcring) is
+                    # "not available" for its retry (30 s): the live key's get and set fail.
+                    self.assertEqual(got[2], {"stored": False})
+                    self.assertTrue(all("not available" in g.get("error", "") for g in got[3:]),
+                                    got)
                 self.cl.close()
 
     def test_clients_keep_reading_live_keys_by_default(self):
