@@ -42,6 +42,20 @@ std::string_view unavailableReadsName(UnavailableReads m) {
   return m == UnavailableReads::Error ? "error" : "miss";
 }
 
+std::optional<UnavailableWrites> parseUnavailableWrites(std::string_view name) {
+  if (name == "error") {
+    return UnavailableWrites::Error;
+  }
+  if (name == "not_stored") {
+    return UnavailableWrites::NotStored;
+  }
+  return std::nullopt;
+}
+
+std::string_view unavailableWritesName(UnavailableWrites m) {
+  return m == UnavailableWrites::NotStored ? "not_stored" : "error";
+}
+
 std::string Address::toString() const {
   if (isUnix()) {
     return unix_path;

@@ -52,10 +52,17 @@ std::string_view hotKeyMetricsName(HotKeyMetrics m);
 // What a read (get/gets/gat/gats, mg) answers for a key whose server is unavailable (backing
 // off, connect failed, closed with the request in flight, timed out, protocol error): a miss,
 // the other keys served (mcring looks like one server to its clients, and many clients mark a
-// whole server dead after one SERVER_ERROR), or the backend's SERVER_ERROR. Writes always fail.
+// whole server dead after one SERVER_ERROR), or the backend's SERVER_ERROR.
 enum class UnavailableReads { Miss, Error };
 std::optional<UnavailableReads> parseUnavailableReads(std::string_view name);
 std::string_view unavailableReadsName(UnavailableReads m);
+
+// What a write answers for a key whose server is unavailable: the backend's SERVER_ERROR (the
+// default), or memcached's answer for a write it did not apply (NOT_STORED, NOT_FOUND...), which
+// clients that mark a whole server dead after one SERVER_ERROR take as an ordinary outcome.
+enum class UnavailableWrites { Error, NotStored };
+std::optional<UnavailableWrites> parseUnavailableWrites(std::string_view name);
+std::string_view unavailableWritesName(UnavailableWrites m);
 
 struct PoolConfig {
   std::string name;
@@ -88,6 +95,8 @@ struct PoolConfig {
   bool coalesce_gets = true;     // one get line per server per loop pass
   // A read of a key whose server is unavailable: a miss (default) or SERVER_ERROR.
   UnavailableReads unavailable_reads = UnavailableReads::Miss;
+  // A write of a key whose server is unavailable: SERVER_ERROR (default) or not stored/found.
+  UnavailableWrites unavailable_writes = UnavailableWrites::Error;
   uint32_t max_multiget_keys = 100000;  // keys in one get/gets/gat/gats
   // A client with nothing outstanding that sends no request for this long is closed. 0: never.
   uint32_t client_idle_timeout_ms = 0;

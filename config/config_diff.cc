@@ -89,6 +89,8 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
   keyChange(&k, "coalesce_gets", str(a.coalesce_gets), str(b.coalesce_gets));
   keyChange(&k, "unavailable_reads", std::string(unavailableReadsName(a.unavailable_reads)),
             std::string(unavailableReadsName(b.unavailable_reads)));
+  keyChange(&k, "unavailable_writes", std::string(unavailableWritesName(a.unavailable_writes)),
+            std::string(unavailableWritesName(b.unavailable_writes)));
   keyChange(&k, "max_multiget_keys", str(a.max_multiget_keys), str(b.max_multiget_keys));
   keyChange(&k, "client_buffer_limit", str(a.client_buffer_limit), str(b.client_buffer_limit));
   keyChange(&k, "buffer_limit", str(a.buffer_limit), str(b.buffer_limit));

@@ -505,9 +505,7 @@ const std::array kPoolKeys = {
                    "a dead mcring to clients that mark a whole server failed after one "
                    "SERVER_ERROR; counted per server in `unavailable_misses`. `error`: "
                    "`SERVER_ERROR backend ...`, and a multi-get touching the server is that one "
-                   "line (twemproxy's rule). Writes (storage, delete, incr/decr, touch, meta "
-                   "writes) always answer SERVER_ERROR: a write that did not happen never looks "
-                   "like success.",
+                   "line (twemproxy's rule). Writes: see `unavailable_writes`.",
         .choices = [] { return std::vector<std::string_view>{"miss", "error"}; },
         .apply = [](ValueReader& v, PoolConfig& p) {
           setName(v, p.unavailable_reads, "unavailable_reads", &parseUnavailableReads,
@@ -515,6 +513,28 @@ const std::array kPoolKeys = {
         },
         .show = [](const PoolConfig& p) {
           return std::string(unavailableReadsName(p.unavailable_reads));
+        },
+    },
+    PoolKey{
+        .name = "unavailable_writes", .type = "name", .origin = KeyOrigin::Mcring,
+        .meaning = "What a write (storage, cas, delete, incr/decr, touch, meta ms/md/ma, their "
+                   "binary forms) answers for a key whose server is unavailable. `error`: "
+                   "`SERVER_ERROR backend ...`; php-memcache then marks mcring (its one server) "
+                   "failed for about 15 s and npm `memcached` for 30 s, so the reads of every "
+                   "key fail too, and a cache-aside client sends such a set after each miss. "
+                   "`not_stored`: memcached's answer for a write it did not apply: `NOT_STORED` "
+                   "(set, add, replace, append, prepend; `NS` for ms), `NOT_FOUND` (cas, "
+                   "delete, incr/decr, touch; `NF`), never success, nothing for noreply; "
+                   "counted per server in `unavailable_writes`. A write whose server failed "
+                   "with it in flight may have been applied. Not for replicated pools "
+                   "(`replicas` > 1) or a spread hot key's writes, which answer SERVER_ERROR.",
+        .choices = [] { return std::vector<std::string_view>{"error", "not_stored"}; },
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setName(v, p.unavailable_writes, "unavailable_writes", &parseUnavailableWrites,
+                  {"error", "not_stored"});
+        },
+        .show = [](const PoolConfig& p) {
+          return std::string(unavailableWritesName(p.unavailable_writes));
         },
     },
     PoolKey{

@@ -112,6 +112,24 @@ void BackendServer::logFailure(BackendFailure why, int error, const std::string&
   suppressed_logs_ = 0;
 }
 
+void BackendServer::countUnavailableWrite(BackendFailure why) {
+  stats::bump(stats_->unavailable_writes);
+  stats::bump(worker_.counters().unavailable_writes);
+  ++unavailable_writes_unlogged_;
+  const uint64_t now = common::coarseMonotonicNs();
+  if (unavailable_write_log_ns_ != 0 && now - unavailable_write_log_ns_ < 10000000000ULL) {
+    return;
+  }
+  unavailable_write_log_ns_ = now;
+  MCRING_LOG(Warn,
+             "pool '%s': backend %s unavailable (%s): %llu write(s) answered as not stored or "
+             "not found (unavailable_writes: not_stored)%s",
+             pool_->name.c_str(), identity_.c_str(), std::string(backendFailureName(why)).c_str(),
+             static_cast<unsigned long long>(unavailable_writes_unlogged_),
+             unavailable_writes_unlogged_ > 1 ? " since the last such line" : "");
+  unavailable_writes_unlogged_ = 0;
+}
+
 void BackendServer::countUnavailableMisses(BackendFailure why, uint64_t n) {
   if (n == 0) {
     return;

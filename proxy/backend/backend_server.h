@@ -78,6 +78,9 @@ class BackendServer {
   // miss) and logs them at most once per 10 s per server and worker: the first at once, the
   // ones in between counted in the next line.
   void countUnavailableMisses(BackendFailure why, uint64_t n);
+  // Counts a write answered as not stored or not found because this server was unavailable
+  // (unavailable_writes: not_stored), logged as the misses are.
+  void countUnavailableWrite(BackendFailure why);
   // TLS for new connections (null: plaintext); a reload gives servers that stay a new context.
   const std::optional<net::TlsSetup>& tls() const { return tls_; }
   void setTls(std::optional<net::TlsSetup> tls) { tls_ = std::move(tls); }
@@ -98,8 +101,10 @@ class BackendServer {
   uint32_t consecutive_failures_ = 0;
   uint64_t last_log_ns_ = 0;
   uint64_t suppressed_logs_ = 0;
-  uint64_t unavailable_log_ns_ = 0;    // the last unavailable-miss log line
-  uint64_t unavailable_unlogged_ = 0;  // misses since then
+  uint64_t unavailable_log_ns_ = 0;           // the last unavailable-miss log line
+  uint64_t unavailable_unlogged_ = 0;         // misses since then
+  uint64_t unavailable_write_log_ns_ = 0;     // the last unavailable-write log line
+  uint64_t unavailable_writes_unlogged_ = 0;  // writes answered so since then
   bool reported_down_ = false;
 };
 

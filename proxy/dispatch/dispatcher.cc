@@ -152,7 +152,7 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
   }
   BackendServer* server = pool_->by_index[index];
   countForBackend(*server, key);
-  prepareUnavailableRead(*r, *req_, line);
+  prepareUnavailableAnswer(*r, *pool_, *req_, line);
   BackendConnection* conn = server->connectionFor(src_->id());
   if (conn == nullptr) {
     if (replicated_read) {

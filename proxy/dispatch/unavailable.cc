@@ -1,7 +1,9 @@
-// unavailable_reads: a read on an unavailable server answered as a miss, or not.
+// unavailable_reads, unavailable_writes: a request on an unavailable server answered as a miss
+// or a write not applied, or not.
 #include "proxy/dispatch/unavailable.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "proxy/backend/backend_server.h"
 #include "proxy/backend/pool_runtime.h"
@@ -15,6 +17,11 @@ namespace {
 
 using protocol::Command;
 
+// A binary touch: sent as an mg without v, but a write of a TTL.
+bool isBinaryTouch(const PendingRequest& r) {
+  return r.binary.active && r.binary.opcode == static_cast<uint8_t>(protocol::BinaryOpcode::Touch);
+}
+
 // get/gets/gat/gats (gat and gats touch, but a client reads with them: a miss is what it gets
 // for a key it cannot have) and mg, whatever its flags; not a binary touch, which mcring sends as
 // an mg without v but the client asked to write a TTL.
@@ -26,19 +33,73 @@ bool isRead(const PendingRequest& r) {
     case Command::Gats:
       return r.shape == Shape::Multiget || r.shape == Shape::Direct;
     case Command::MetaGet:
-      return r.shape == Shape::Direct &&
-             !(r.binary.active &&
-               r.binary.opcode == static_cast<uint8_t>(protocol::BinaryOpcode::Touch));
+      return r.shape == Shape::Direct && !isBinaryTouch(r);
     default:
       return false;
   }
+}
+
+// What a write answers with unavailable_writes: not_stored, as memcached answers a write it did
+// not apply; nullopt for a request that is no such write. Meta writes and a binary touch answer
+// in the client's format, prepared at dispatch (empty if the policy changed since: no answer).
+std::optional<std::string_view> notAppliedReply(const PendingRequest& r) {
+  if (r.shape != Shape::Direct || r.spread_role != SpreadRole::None) {
+    return std::nullopt;
+  }
+  switch (r.command) {
+    case Command::Set:
+    case Command::Add:
+    case Command::Replace:
+    case Command::Append:
+    case Command::Prepend:
+      return protocol::kNotStoredLine;
+    case Command::Cas:  // memcached's answer for a cas of a key it does not hold
+    case Command::Delete:
+    case Command::Incr:
+    case Command::Decr:
+    case Command::Touch:
+      return protocol::kNotFoundLine;
+    case Command::MetaGet:
+      if (!isBinaryTouch(r)) {
+        return std::nullopt;
+      }
+      [[fallthrough]];
+    case Command::MetaSet:
+    case Command::MetaDelete:
+    case Command::MetaArithmetic:
+      if (r.meta_miss.empty()) {
+        return std::nullopt;
+      }
+      return std::string_view(r.meta_miss);
+    default:
+      return std::nullopt;
+  }
+}
+
+bool answerUnavailableWrite(PendingRequest& r, BackendServer& server, BackendFailure why) {
+  if (server.pool().config().unavailable_writes != config::UnavailableWrites::NotStored) {
+    return false;
+  }
+  const std::optional<std::string_view> reply = notAppliedReply(r);
+  if (!reply) {
+    return false;
+  }
+  r.reply.drain(r.reply.size());
+  if (!r.noreply) {  // classic noreply: silent, as memcached is for NOT_STORED
+    r.reply.append(*reply);
+  }
+  server.countUnavailableWrite(why);
+  return true;
 }
 
 }  // namespace
 
 bool answerUnavailable(PendingRequest& r, uint32_t fragment, BackendServer& server,
                        BackendFailure why, WorkerContext& worker) {
-  if (!isRead(r) || server.pool().config().unavailable_reads != config::UnavailableReads::Miss) {
+  if (!isRead(r)) {
+    return answerUnavailableWrite(r, server, why);
+  }
+  if (server.pool().config().unavailable_reads != config::UnavailableReads::Miss) {
     return false;
   }
   uint64_t misses = 0;
@@ -78,15 +139,34 @@ bool answerUnavailableKeys(const PendingRequest& r, const PoolRuntime& pool, Bac
   return true;
 }
 
-void prepareUnavailableRead(PendingRequest& r, const protocol::Request& req,
-                            std::string_view line) {
-  if (req.command != Command::MetaGet || req.keys.empty()) {
+void prepareUnavailableAnswer(PendingRequest& r, const PoolRuntime& pool,
+                              const protocol::Request& req, std::string_view line) {
+  const bool write = req.command == Command::MetaSet || req.command == Command::MetaDelete ||
+                     req.command == Command::MetaArithmetic;
+  if ((req.command != Command::MetaGet && !write) || req.keys.empty()) {
     return;
+  }
+  if (write && pool.config().unavailable_writes != config::UnavailableWrites::NotStored) {
+    return;  // nothing to prepare on the path every write takes
   }
   std::string_view args = req.args.in(line);
   const size_t key_end = req.keys[0].offset + req.keys[0].length - req.args.offset;
-  r.meta_miss =
-      protocol::metaMissReply(req.keys[0].in(line), args.substr(std::min(key_end, args.size())));
+  const std::string_view key = req.keys[0].in(line);
+  const std::string_view flags = args.substr(std::min(key_end, args.size()));
+  if (!write) {
+    r.meta_miss = protocol::metaMissReply(key, flags);
+    return;
+  }
+  // ms answers NS, but NF with a cas (C), as md and ma do: memcached's answers when the item is
+  // not there.
+  bool cas = false;
+  for (size_t at = 0; at < flags.size();) {
+    const size_t end = std::min(flags.find(' ', at), flags.size());
+    cas = cas || (end > at && flags[at] == 'C');
+    at = end + 1;
+  }
+  r.meta_miss = protocol::metaNotAppliedReply(req.command == Command::MetaSet && !cas ? "NS" : "NF",
+                                              key, flags);
 }
 
 }  // namespace mcring::core

@@ -3,6 +3,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "proxy/protocol/reply_lines.h"
@@ -37,31 +38,67 @@ void appendNumber(std::string& out, uint64_t v) {
   out.append(buf, res.ptr);
 }
 
-// The key as a text token: as is when the text protocol can carry it, else base64 with `b`
-// (false if even that would pass the 250-byte token limit).
-bool appendKey(std::string& line, std::string_view key, bool* base64) {
-  *base64 = false;
-  for (char c : key) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u == 0x7f) {
-      *base64 = true;
-      break;
-    }
-  }
-  if (!*base64) {
-    line.append(key);
-    return true;
-  }
-  const size_t encoded = 4 * ((key.size() + 2) / 3);
-  if (encoded > 250) {
-    return false;
-  }
+// A binary expiration time as a meta T (or N, or flush_all) number. memcached reads the binary
+// field as unsigned: 2^31 and up are Unix times after 2038, and the key is kept. Its text and
+// meta parsers read a signed 32-bit number, so T2147483648 wraps negative and expires the item
+// at once; the latest time they can name is 2^31 - 1 (2038-01-19), sent for every later one.
+uint32_t metaExptime(uint32_t binary) {
+  return std::min<uint32_t>(binary, 0x7fffffffU);
+}
+
+// Bytes a text key cannot hold: memcached splits a command line's tokens on spaces, ends the line
+// at "\n" and reads it only up to a NUL. It keeps every other byte of a key (control bytes, 0x7f,
+// 0xff, a "\r" inside the line) as it is, and so do mcring's parser and the text clients.
+bool textKeyByte(char c) {
+  return c != ' ' && c != '\n' && c != '\0';
+}
+
+// memcached's longest key token, base64 included: base64 carries keys up to 186 bytes.
+constexpr size_t kMaxKeyToken = 250;
+
+// A stand-in's bytes start so: a NUL, which no text key holds.
+constexpr std::string_view kStandInPrefix{"\0mcring:", 8};
+
+void appendBase64(std::string& line, std::string_view bytes) {
+  const size_t encoded = 4 * ((bytes.size() + 2) / 3);
   const size_t at = line.size();
   line.resize(at + encoded + 1);
   EVP_EncodeBlock(reinterpret_cast<unsigned char*>(&line[at]),
-                  reinterpret_cast<const unsigned char*>(key.data()), static_cast<int>(key.size()));
+                  reinterpret_cast<const unsigned char*>(bytes.data()),
+                  static_cast<int>(bytes.size()));
   line.resize(at + encoded);
-  return true;
+}
+
+// The key as a meta key token:
+//  - Text: as it is, when a text key can hold it (up to 250 bytes);
+//  - Base64 (`b`), when it holds a space, newline or NUL and its base64 fits the 250-byte token;
+//  - StandIn (`b`): longer such keys, 187 to 250 bytes, which memcached takes in binary but no
+//    text or meta command can name, go as base64 of "\0mcring:" and the key's SHA-256. Only a
+//    binary client reaches such a key, through mcring always by the same stand-in; it is routed
+//    by its own bytes (ClientSession::routeByBinaryKey).
+BinaryKeyForm appendKey(std::string& line, std::string_view key) {
+  bool text = true;
+  for (char c : key) {
+    if (!textKeyByte(c)) {
+      text = false;
+      break;
+    }
+  }
+  if (text) {
+    line.append(key);
+    return BinaryKeyForm::Text;
+  }
+  if (4 * ((key.size() + 2) / 3) <= kMaxKeyToken) {
+    appendBase64(line, key);
+    return BinaryKeyForm::Base64;
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(key.data(), key.size(), digest, &length, EVP_sha256(), nullptr);
+  std::string stand_in(kStandInPrefix);
+  stand_in.append(reinterpret_cast<const char*>(digest), length);
+  appendBase64(line, stand_in);
+  return BinaryKeyForm::StandIn;
 }
 
 void localError(const BinaryRequest& req, BinaryStatus status, BinaryTranslation& out) {
@@ -149,19 +186,19 @@ void translateBinaryRequest(const BinaryRequest& req, BinaryTranslation& out) {
   out.local = false;
   out.close = false;
   out.has_value = false;
+  out.key_form = BinaryKeyForm::Text;
   out.line.clear();
   out.reply.clear();
   const uint8_t op = req.header.opcode;
   const uint64_t cas = req.header.cas;
   std::string& line = out.line;
-  bool base64 = false;
   auto key = [&](std::string_view command) {
     line.append(command);
     line.push_back(' ');
-    return appendKey(line, req.key, &base64);
+    out.key_form = appendKey(line, req.key);
   };
   auto finish = [&] {
-    if (base64) {
+    if (out.key_form != BinaryKeyForm::Text) {
       line.append(" b");
     }
     line.append("\r\n");
@@ -204,30 +241,29 @@ void translateBinaryRequest(const BinaryRequest& req, BinaryTranslation& out) {
       line.append("flush_all");
       if (req.extras.size() == 4) {
         line.push_back(' ');
-        appendNumber(line, loadBigEndian32(ex));
+        appendNumber(line, metaExptime(loadBigEndian32(ex)));
       }
       line.append("\r\n");
       return;
     default:
       break;
   }
-  bool ok = true;
   if (isRetrieval(op) || is(op, Op::Touch)) {
-    ok = key("mg");
+    key("mg");
     line.append(is(op, Op::Touch) ? " f c" : " v f c");
     if (req.extras.size() == 4) {
       line.append(" T");
-      appendNumber(line, loadBigEndian32(ex));
+      appendNumber(line, metaExptime(loadBigEndian32(ex)));
     }
   } else if (is(op, Op::Set) || is(op, Op::SetQ) || is(op, Op::Add) || is(op, Op::AddQ) ||
              is(op, Op::Replace) || is(op, Op::ReplaceQ)) {
-    ok = key("ms");
+    key("ms");
     line.push_back(' ');
     appendNumber(line, req.value_length);
     line.append(" F");
     appendNumber(line, loadBigEndian32(ex));
     line.append(" T");
-    appendNumber(line, loadBigEndian32(ex + 4));
+    appendNumber(line, metaExptime(loadBigEndian32(ex + 4)));
     line.append(" c");
     if (cas != 0) {
       line.append(" MS");
@@ -242,25 +278,25 @@ void translateBinaryRequest(const BinaryRequest& req, BinaryTranslation& out) {
     out.has_value = true;
   } else if (is(op, Op::Append) || is(op, Op::AppendQ) || is(op, Op::Prepend) ||
              is(op, Op::PrependQ)) {
-    ok = key("ms");
+    key("ms");
     line.push_back(' ');
     appendNumber(line, req.value_length);
     line.append(is(op, Op::Append) || is(op, Op::AppendQ) ? " c MA" : " c MP");
     casFlag();
     out.has_value = true;
   } else if (is(op, Op::Delete) || is(op, Op::DeleteQ)) {
-    ok = key("md");
+    key("md");
     casFlag();
   } else if (is(op, Op::Increment) || is(op, Op::IncrementQ) || is(op, Op::Decrement) ||
              is(op, Op::DecrementQ)) {
-    ok = key("ma");
+    key("ma");
     line.append(" v c D");
     appendNumber(line, loadBigEndian64(ex));
     line.append(is(op, Op::Increment) || is(op, Op::IncrementQ) ? " MI" : " MD");
     const uint32_t exptime = loadBigEndian32(ex + 16);
     if (exptime != 0xffffffffU) {
       line.append(" N");
-      appendNumber(line, exptime);
+      appendNumber(line, metaExptime(exptime));
       line.append(" J");
       appendNumber(line, loadBigEndian64(ex + 8));
     }
@@ -268,10 +304,6 @@ void translateBinaryRequest(const BinaryRequest& req, BinaryTranslation& out) {
   } else {
     // The framer refuses every other opcode.
     localError(req, BinaryStatus::UnknownCommand, out);
-    return;
-  }
-  if (!ok) {
-    localError(req, BinaryStatus::InvalidArguments, out);
     return;
   }
   finish();

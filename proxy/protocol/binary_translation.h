@@ -14,7 +14,10 @@
 //   flush (+q)            flush_all [<delay>]               (the pool's allow_flush_all applies)
 //   version, stat [group] version, stats [group]
 //   noop, quit, quitq     answered locally
-// A key with bytes the text protocol cannot carry (space, control bytes) goes base64 (`b`).
+// A key goes as it is unless it holds a byte a text key cannot (space, newline, NUL): then base64
+// (`b`), or, past 186 bytes (base64 beyond memcached's 250-byte token), a stand-in (appendKey).
+// Expiration times of 2^31 and more (after 2038, unsigned in binary) go as 2^31 - 1, the latest
+// a meta T can name (metaExptime).
 // Quiet opcodes are sent without q: which responses a quiet opcode hides is decided here from
 // the reply (memcached: a quiet get hides a miss, a quiet write hides success; errors always go).
 #pragma once
@@ -35,12 +38,20 @@ struct BinaryContext {
   std::string key;  // returned by getk/getkq/gatk/gatkq
 };
 
+// How a request's key went into its meta line (binary_translation.cc, appendKey).
+enum class BinaryKeyForm : uint8_t {
+  Text,    // as it is
+  Base64,  // base64, with `b`: the backend stores the key's own bytes
+  StandIn  // base64 of a digest of the key, with `b`: route by the key, not the decoded token
+};
+
 struct BinaryTranslation {
   // Local: `reply` (possibly empty: a quiet answer) is the whole response. Otherwise `line` is
   // the command line (with "\r\n"), followed by the request's value and "\r\n" if has_value.
   bool local = false;
   bool close = false;  // quit: close once the reply is written
   bool has_value = false;
+  BinaryKeyForm key_form = BinaryKeyForm::Text;
   std::string line;
   std::string reply;
 };

@@ -1,4 +1,4 @@
-// metaMissReply: an mg miss in the client's format.
+// metaMissReply, metaNotAppliedReply: an mg miss, a write not applied, in the client's format.
 #include "proxy/protocol/meta_miss.h"
 
 #include <algorithm>
@@ -19,19 +19,11 @@ void forEachFlag(std::string_view flags, Fn fn) {
   }
 }
 
-}  // namespace
-
-std::string metaMissReply(std::string_view key, std::string_view flags) {
-  bool quiet = false;
+// `code`, then the k and O flags' traces in request order.
+std::string replyWithFlags(std::string_view code, std::string_view key, std::string_view flags) {
   bool base64 = false;
-  forEachFlag(flags, [&](std::string_view t) {
-    quiet = quiet || t[0] == 'q';
-    base64 = base64 || t[0] == 'b';
-  });
-  if (quiet) {
-    return {};
-  }
-  std::string out = "EN";
+  forEachFlag(flags, [&](std::string_view t) { base64 = base64 || t[0] == 'b'; });
+  std::string out(code);
   forEachFlag(flags, [&](std::string_view t) {
     if (t[0] == 'k') {
       out += " k";
@@ -46,6 +38,22 @@ std::string metaMissReply(std::string_view key, std::string_view flags) {
   });
   out += "\r\n";
   return out;
+}
+
+}  // namespace
+
+std::string metaMissReply(std::string_view key, std::string_view flags) {
+  bool quiet = false;
+  forEachFlag(flags, [&](std::string_view t) { quiet = quiet || t[0] == 'q'; });
+  if (quiet) {
+    return {};
+  }
+  return replyWithFlags("EN", key, flags);
+}
+
+std::string metaNotAppliedReply(std::string_view code, std::string_view key,
+                                std::string_view flags) {
+  return replyWithFlags(code, key, flags);
 }
 
 }  // namespace mcring::protocol

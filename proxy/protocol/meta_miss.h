@@ -1,5 +1,6 @@
-// An `mg` miss in the client's format, as memcached 1.6.18 writes it: mcring answers it itself
-// when the key's server is unavailable (the pool's unavailable_reads: miss).
+// An `mg` miss, and an `ms` not stored or `md`/`ma` not found, in the client's format, as
+// memcached 1.6.18 writes them: mcring answers them itself when the key's server is unavailable
+// (the pool's unavailable_reads: miss, unavailable_writes: not_stored).
 #pragma once
 
 #include <string>
@@ -13,5 +14,11 @@ namespace mcring::protocol {
 // is what q hides. `key` is the key as the client wrote it (base64 when b). Measured against
 // memcached 1.6.18: `mg x O9 k v` -> "EN O9 kx", `mg eA== b k O1` -> "EN keA== b O1".
 std::string metaMissReply(std::string_view key, std::string_view flags);
+
+// The same with `code` (NS for ms, NF for md, ma and an ms with C) in place of EN, and never
+// empty: memcached 1.6.18's q hides a write's HD, not its NS or NF. `flags` are what follows the
+// key (ms's length token included: it is no flag and leaves no trace).
+std::string metaNotAppliedReply(std::string_view code, std::string_view key,
+                                std::string_view flags);
 
 }  // namespace mcring::protocol

@@ -10,6 +10,7 @@ inline constexpr std::string_view kEndLine = "END\r\n";
 inline constexpr std::string_view kOkLine = "OK\r\n";
 inline constexpr std::string_view kDeletedLine = "DELETED\r\n";
 inline constexpr std::string_view kNotFoundLine = "NOT_FOUND\r\n";
+inline constexpr std::string_view kNotStoredLine = "NOT_STORED\r\n";
 inline constexpr std::string_view kMetaNoopLine = "MN\r\n";
 // memcached's reply when it cannot allocate the response to a get (mcring: the memory budget).
 inline constexpr std::string_view kOutOfMemoryLine =

@@ -128,6 +128,8 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   // Frames one packet; false when it needs more input.
   bool processBinaryPacket(net::Buffer& in);
   void dispatchBinary(net::Buffer& in, uint64_t length);
+  // meta_req_ (parsed from t.line) is routed by req's key when that went as a stand-in.
+  void routeByBinaryKey(const protocol::BinaryTranslation& t, const protocol::BinaryRequest& req);
   void rejectBinary();
   // Moves r's reply to `out`, translated to a binary response for a binary client's request.
   void writeReply(PendingRequest& r, net::Buffer& out);

@@ -72,6 +72,7 @@ void ClientSession::dispatchBinary(net::Buffer& in, uint64_t length) {
   protocol::RequestFramer framer(pool_->parser);
   const protocol::RequestFrame frame = framer.next(meta_input_, meta_req_);
   if (frame.kind == protocol::RequestFrameKind::Request) {
+    routeByBinaryKey(t, req);
     dispatcher_.dispatch(*this, *pool_, meta_req_, frame.line);
   } else {
     // The translation keeps within the limits the binary framer checked; a refusal here is
@@ -84,6 +85,15 @@ void ClientSession::dispatchBinary(net::Buffer& in, uint64_t length) {
   dispatch_input_ = nullptr;
   binary_pending_.active = false;
   meta_input_.drain(meta_input_.size());
+}
+
+void ClientSession::routeByBinaryKey(const protocol::BinaryTranslation& t,
+                                     const protocol::BinaryRequest& req) {
+  // A base64 key is routed decoded, i.e. by the key's own bytes; a stand-in's decoded bytes are
+  // a digest, so the key itself is put there: it goes where the same key from any client goes.
+  if (t.key_form == protocol::BinaryKeyForm::StandIn) {
+    meta_req_.decoded_key.assign(req.key);
+  }
 }
 
 void ClientSession::rejectBinary() {
@@ -99,6 +109,7 @@ void ClientSession::rejectBinary() {
     protocol::translateBinaryRequest(del, binary_translation_);
     if (!binary_translation_.local &&
         pool_->parser.parse(binary_translation_.line, meta_req_) == protocol::ParseStatus::Ok) {
+      routeByBinaryKey(binary_translation_, del);
       dispatcher_.invalidateTooLarge(*this, *pool_, meta_req_, binary_translation_.line);
     }
   }

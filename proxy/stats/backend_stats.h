@@ -38,6 +38,9 @@ namespace mcring::stats {
   X(unavailable_misses, Counter,                                                                   \
     "retrieval keys answered as misses because this backend was unavailable (unavailable_reads: "  \
     "miss)")                                                                                       \
+  X(unavailable_writes, Counter,                                                                   \
+    "writes answered as not stored or not found because this backend was unavailable "             \
+    "(unavailable_writes: not_stored)")                                                            \
   X(replica_write_failures, Counter,                                                               \
     "replica writes this backend could not take (unavailable, failed, timed out, SERVER_ERROR; "   \
     "replicas > 1)")                                                                               \

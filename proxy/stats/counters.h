@@ -51,6 +51,9 @@ namespace mcring::stats {
   X(unavailable_misses, Counter,                                                                   \
     "retrieval keys answered as misses because their backend was unavailable (unavailable_reads: " \
     "miss)")                                                                                       \
+  X(unavailable_writes, Counter,                                                                   \
+    "writes answered as not stored or not found because their backend was unavailable "            \
+    "(unavailable_writes: not_stored)")                                                            \
   X(backend_requests, Counter, "requests sent to backends (multi-get fragments count each)")       \
   X(backend_get_lines, Counter,                                                                    \
     "get/gets lines sent to backends with coalesce_gets (each carries the keys of one or more "    \

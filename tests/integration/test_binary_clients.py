@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import unittest
 
-from harness import Cluster, IntegrationCase, Memcached, requires_proxy
+from harness import HOST, Cluster, Conn, IntegrationCase, Memcached, requires_proxy
 
 CLIENTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients")
 NODE_MODULES = os.environ.get("MCRING_NODE_MODULES", "")
@@ -52,6 +52,30 @@ class BinaryClientsTest(IntegrationCase):
         self.assertEqual(got["cas ok"], True)
         self.assertEqual(got["cas conflict"], False)
         self.assertEqual(got["increment initial"], 100)
+
+    def test_php_memcached_touch_minus_one_keeps_the_key(self):
+        # libmemcached sends -1 as 0xffffffff; memcached reads it unsigned (2106) and keeps the
+        # key. mcring sends meta T2147483647 (2038, the latest meta can name), not T4294967295,
+        # which memcached's meta parser wraps to -1 and expires at once.
+        if not shutil.which("php"):
+            self.skipTest("php-cli is not installed")
+        mc = Memcached()
+        self.addCleanup(mc.stop)
+        cl = self.cluster(n_backends=3)
+        ttls = {}
+        results = {}
+        for name, port in (("memcached", mc.port), ("mcring", cl.port)):
+            results[name] = self.run_suite(["php", "binary_php_touch.php"], port)
+            with Conn(HOST, port) as t:
+                ttls[name] = [t.request(b"mg %s t\r\n" % k) for k in (b"touched", b"set-1")]
+            print("%s: %s, mg t: %s" % (name, results[name], ttls[name]))
+        self.assertEqual(results["mcring"], results["memcached"])
+        got = {r[0]: r[1] for r in results["memcached"]}
+        self.assertEqual((got["touch -1"], got["get after touch -1"]), (True, "value"))
+        self.assertEqual(got["get after set -1"], "value")
+        for name in ttls:
+            for reply in ttls[name]:
+                self.assertRegex(reply, rb"^HD t[1-9][0-9]{8,9}\r\n$", name)
 
     def test_dalli_binary(self):
         if not shutil.which("ruby"):

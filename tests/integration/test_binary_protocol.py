@@ -176,6 +176,18 @@ class BinaryProtocolTest(IntegrationCase):
         self.assertEqual(bystander.read(1)[0][:3], (GET, 0, 11))
         self.assertEqual(bystander.call(GET, b"by")[6], b"stander")
 
+    def test_flush_delay_of_2_31_and_more_is_in_2038_or_later_not_now(self):
+        # memcached reads the binary delay unsigned: 2^31 and -1 are times after 2038, nothing
+        # is flushed now (text flush_all 2147483648 would flush at once).
+        c = self.bconn()
+        for delay in (0x7fffffff, 0x80000000, 0xffffffff):
+            self.assertEqual(c.call(SET, b"fl", b"kept", store_extras())[1], 0)
+            self.assertEqual(c.call(FLUSH, extras=touch_extras(delay))[1], 0)
+            self.assertEqual(c.call(GET, b"fl")[1:2] + c.call(GET, b"fl")[6:], (0, b"kept"),
+                             hex(delay))
+        with self.conn(self.cl) as t:
+            self.assertEqual(t.request(b"flush_all 0\r\n"), b"OK\r\n")
+
     def test_quit_answers_then_closes(self):
         c = self.bconn()
         c.send(packet(NOOP, opaque=1) + packet(QUIT, opaque=2) + packet(NOOP, opaque=3))

@@ -5,7 +5,8 @@ requests time out in flight).
 To a client, mcring is one server. With the default (`miss`), a get's keys on the dead server are
 misses and its live keys are served under END as usual, an mg is memcached's miss (EN, with the
 client's k and O flags; nothing when quiet), a binary get is "Key not found"; writes still answer
-SERVER_ERROR. With `error`, a multi-get touching the dead server is one SERVER_ERROR line.
+SERVER_ERROR, unless `unavailable_writes: not_stored`: then NOT_STORED/NOT_FOUND (NS/NF), which
+keeps php-memcache using the pool after a cache-aside set of a key on the dead server. With `error`, a multi-get touching the dead server is one SERVER_ERROR line.
 
 Why `miss` is the default is shown with the client libraries themselves: after one SERVER_ERROR,
 php-memcache marks its server (here: mcring, so every key) failed for 15 s and npm `memcached`
@@ -22,7 +23,8 @@ import subprocess
 import time
 import unittest
 
-from binary_wire import (GAT, GET, GETK, GETKQ, GETQ, NOOP, SET, TOUCH, BinaryConn, packet, store_extras,
+from binary_wire import (ADD, APPEND, DELETE, GAT, GET, GETK, GETKQ, GETQ, INCR, NOOP, REPLACE,
+                         SET, SETQ, TOUCH, BinaryConn, arith_extras, packet, store_extras,
                          touch_extras)
 from harness import (IntegrationCase, admin_http, parse_stats, process_stopped, requires_proxy,
                      spread_keys)
@@ -54,10 +56,12 @@ def poll(fn, timeout=10.0, interval=0.02):
 @requires_proxy
 class UnavailableReadsTest(IntegrationCase):
 
-    def start(self, policy=None, timeout_ms=1000, flags=True):
+    def start(self, policy=None, timeout_ms=1000, flags=True, writes=None):
         """3 memcached behind mcring, 60 keys written through it; self.dead / self.live: the
         keys of backend DEAD and of the two others, each in the order written."""
         extra = {} if policy is None else {"unavailable_reads": policy}
+        if writes is not None:
+            extra["unavailable_writes"] = writes
         self.cl = self.cluster(n_backends=3, timeout_ms=timeout_ms, extra=extra)
         self.c = self.conn(self.cl, timeout=15)
         keys = spread_keys("ur:", 60)
@@ -185,6 +189,72 @@ class UnavailableReadsTest(IntegrationCase):
         self.assertEqual(poll(lambda: self.backend_stat("unavailable_misses") == 9), True,
                          self.backend_stat("unavailable_misses"))
 
+    def test_writes_on_a_killed_backend_with_not_stored(self):
+        """unavailable_writes: not_stored: memcached's answer for a write it did not apply, in
+        each protocol; never success, never SERVER_ERROR; counted."""
+        self.start(writes="not_stored")
+        d, d1, l = self.dead[0], self.dead[1], self.live[0]
+        self.cl.backends[DEAD].kill()
+        text = [(b"set %s 0 0 1\r\nx\r\n" % d, b"NOT_STORED\r\n"),
+                (b"add %s 0 0 1\r\nx\r\n" % d, b"NOT_STORED\r\n"),
+                (b"replace %s 0 0 1\r\nx\r\n" % d, b"NOT_STORED\r\n"),
+                (b"append %s 0 0 1\r\nx\r\n" % d, b"NOT_STORED\r\n"),
+                (b"prepend %s 0 0 1\r\nx\r\n" % d, b"NOT_STORED\r\n"),
+                (b"cas %s 0 0 1 1\r\nx\r\n" % d, b"NOT_FOUND\r\n"),
+                (b"delete %s\r\n" % d, b"NOT_FOUND\r\n"),
+                (b"incr %s 1\r\n" % d, b"NOT_FOUND\r\n"),
+                (b"decr %s 1\r\n" % d, b"NOT_FOUND\r\n"),
+                (b"touch %s 10\r\n" % d, b"NOT_FOUND\r\n"),
+                # meta: memcached 1.6.18's NS/NF with the client's k and O flags; q hides
+                # neither.
+                (b"ms %s 1\r\nx\r\n" % d, b"NS\r\n"),
+                (b"ms %s 1 O5 k q MA\r\nx\r\n" % d, b"NS O5 k%s\r\n" % d),
+                (b"ms %s 1 C99 k\r\nx\r\n" % d, b"NF k%s\r\n" % d),
+                (b"md %s\r\n" % d, b"NF\r\n"),
+                (b"md %s q O1\r\n" % d1, b"NF O1\r\n"),
+                (b"ma %s O2 v\r\n" % d, b"NF O2\r\n")]
+        for req, want in text:
+            self.assertEqual(self.c.request(req), want, req)
+        # noreply is silent; the next request answers.
+        self.c.send(b"set %s 0 0 1 noreply\r\nx\r\ndelete %s noreply\r\n" % (d, d))
+        self.assertEqual(self.c.request(b"get %s\r\n" % l), self.unit(l) + b"END\r\n")
+        # Binary: the statuses memcached gives a write it did not apply.
+        with BinaryConn(self.cl.port) as bc:
+            got = [bc.call(SET, d, b"x", store_extras(), opaque=1)[:3],
+                   bc.call(ADD, d, b"x", store_extras(), opaque=2)[:3],
+                   bc.call(REPLACE, d, b"x", store_extras(), opaque=3)[:3],
+                   bc.call(APPEND, d, b"x", opaque=4)[:3],
+                   bc.call(DELETE, d, opaque=5)[:3],
+                   bc.call(INCR, d, extras=arith_extras(1, 0, 0), opaque=6)[:3],
+                   bc.call(TOUCH, d, extras=touch_extras(10), opaque=7)[:3],
+                   bc.call(SET, d, b"x", store_extras(), cas=5, opaque=8)[:3]]
+            self.assertEqual(got, [(SET, 5, 1), (ADD, 2, 2), (REPLACE, 1, 3), (APPEND, 5, 4),
+                                   (DELETE, 1, 5), (INCR, 1, 6), (TOUCH, 1, 7), (SET, 1, 8)])
+            # A quiet set's failure answers (memcached hides only success).
+            bc.send(packet(SETQ, d, b"x", store_extras(), opaque=9) + packet(NOOP, opaque=10))
+            self.assertEqual([r[:3] for r in bc.until(10)], [(SETQ, 5, 9), (NOOP, 0, 10)])
+        # Writes of live keys are untouched.
+        self.assertEqual(self.c.request(b"set %s 0 0 1\r\ny\r\n" % l), b"STORED\r\n")
+        writes = len(text) + 2 + 8 + 1
+        self.assertEqual(poll(lambda: self.backend_stat("unavailable_writes") == writes), True,
+                         self.backend_stat("unavailable_writes"))
+        self.assertEqual(self.stat("unavailable_writes"), writes)
+        self.assertEqual(self.metric("mcring_backend_unavailable_writes_total"), writes)
+        self.assertEqual(self.stat("server_errors"), 0)
+        self.assertGreater(self.backend_stat("errors"), 0)
+        self.assertIn("answered as not stored or not found (unavailable_writes: not_stored)",
+                      self.cl.log_tail())
+        print("\nunavailable_writes: not_stored: %d writes answered, server_errors 0" % writes)
+
+    def test_writes_on_a_killed_backend_by_default_are_server_errors(self):
+        self.start()
+        d = self.dead[0]
+        self.cl.backends[DEAD].kill()
+        for req in (b"set %s 0 0 1\r\nx\r\n" % d, b"delete %s\r\n" % d, b"ms %s 1\r\nx\r\n" % d):
+            self.assertRegex(self.c.request(req), rb"^SERVER_ERROR backend [a-z ]+\r\n$", req)
+        self.assertEqual(self.backend_stat("unavailable_writes"), 0)
+        self.assertEqual(self.stat("server_errors"), 3)
+
     def test_frozen_backend_requests_time_out_in_flight(self):
         """SIGSTOP: the server's connections stay open and it answers nothing, so requests fail
         by the pool's timeout with the keys already sent (shared get lines of two clients)."""
@@ -290,6 +360,69 @@ class UnavailableReadsTest(IntegrationCase):
         l0, l1, l2 = self.live[0], self.live[1], self.live[2]
         return [None, s(value_of(l0)), {s(l0): s(value_of(l0)), s(l1): s(value_of(l1))},
                 s(value_of(l2))]
+
+    # --- php-memcache after a write to the dead server (unavailable_writes) -------------------
+    # With the default (`error`) the SERVER_ERROR of a set marks its one server (mcring) failed
+    # for retry_interval (15 s), so the next get of a live key fails too; with `not_stored` the
+    # set is just not stored and the pool stays in use. A cache-aside application sends that
+    # set after every miss of a key on the dead server.
+
+    def php_memcache(self, steps):
+        return [r[1] for r in self.run_json(["php", "unavailable_php.php", "memcache",
+                                             str(self.cl.port)] + steps)]
+
+    def npm_memcached(self, steps):
+        env = dict(os.environ, NODE_PATH=NODE_MODULES)
+        return [r[1] for r in self.run_json(
+            ["node", os.path.join("node", "unavailable_memcached.js"), str(self.cl.port)] + steps,
+            env)]
+
+    def write_steps(self):
+        """A live get, a dead get, a set of the dead key (the cache-aside fill), a live get, a
+        live set."""
+        d, l0, l1 = (k.decode() for k in (self.dead[0], self.live[0], self.live[1]))
+        return ["get:" + l0, "get:" + d, "set:" + d, "get:" + l1, "set:" + l0]
+
+    def test_php_memcache_keeps_using_the_pool_with_not_stored(self):
+        if not shutil.which("php") or subprocess.run(
+                ["php", "-r", "exit(class_exists('Memcache') ? 0 : 1);"]).returncode != 0:
+            self.skipTest("php-memcache is not installed")
+        for writes in ("not_stored", None):
+            with self.subTest(unavailable_writes=writes or "error (default)"):
+                self.start(writes=writes, flags=False)
+                self.cl.backends[DEAD].kill()
+                got = self.php_memcache(self.write_steps())
+                print("\nphp-memcache, unavailable_writes %s: %s" % (writes or "error", got))
+                l0, l1 = value_of(self.live[0]).decode(), value_of(self.live[1]).decode()
+                if writes == "not_stored":
+                    self.assertEqual(got, [l0, None, False, l1, True])
+                else:
+                    # The live key read after the failed set fails too, and so does a set.
+                    self.assertEqual(got, [l0, None, False, None, False])
+                self.cl.close()
+
+    def test_npm_memcached_keeps_using_the_pool_with_not_stored(self):
+        if not NODE_MODULES or not os.path.isdir(os.path.join(NODE_MODULES, "memcached")):
+            self.skipTest("npm memcached is not installed (the integration_node_clients fixture)")
+        for writes in ("not_stored", None):
+            with self.subTest(unavailable_writes=writes or "error (default)"):
+                self.start(writes=writes, flags=False)
+                self.cl.backends[DEAD].kill()
+                got = self.npm_memcached(self.write_steps())
+                print("\nnpm memcached, unavailable_writes %s: %s" % (writes or "error", got))
+                l0, l1 = value_of(self.live[0]).decode(), value_of(self.live[1]).decode()
+                self.assertEqual(got[:2], [{"value": l0}, {"value": None}])
+                if writes == "not_stored":
+                    # NOT_STORED is its "Item is not stored" error for that call only.
+                    self.assertEqual(got[2:], [{"error": "Item is not stored"}, {"value": l1},
+                                               {"stored": True}])
+                else:
+                    # The set's SERVER_ERROR reads as false, then the server (all of mcring) is
+                    # "not available" for its retry (30 s): the live key's get and set fail.
+                    self.assertEqual(got[2], {"stored": False})
+                    self.assertTrue(all("not available" in g.get("error", "") for g in got[3:]),
+                                    got)
+                self.cl.close()
 
     def test_clients_keep_reading_live_keys_by_default(self):
         self.start(flags=False)

@@ -2,8 +2,9 @@
 // php-memcache (the old Memcache class) or php-memcached (Memcached, libmemcached), text
 // protocol, one mcring as its one server: runs the steps given and prints each result as JSON.
 // Usage: php unavailable_php.php memcache|memcached PORT STEP...
-// A step is get:KEY or multi:KEY,KEY,... ; a result is the value (null for a miss or an error:
-// these libraries return false for both), a multi-get's {key: value} (false on error).
+// A step is get:KEY, multi:KEY,KEY,... or set:KEY (the value "v"); a result is the value (null
+// for a miss or an error: these libraries return false for both), a multi-get's {key: value}
+// (false on error), a set's true or false.
 $lib = $argv[1];
 $port = (int)$argv[2];
 if ($lib === 'memcache') {
@@ -23,6 +24,8 @@ foreach (array_slice($argv, 3) as $step) {
   if ($op === 'get') {
     $v = @$m->get($arg);
     $out[] = [$step, $v === false ? null : $v];
+  } else if ($op === 'set') {
+    $out[] = [$step, @$m->set($arg, 'v')];
   } else {
     $keys = explode(',', $arg);
     $v = $lib === 'memcache' ? @$m->get($keys) : @$m->getMulti($keys);

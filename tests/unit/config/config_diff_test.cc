@@ -31,7 +31,8 @@ TEST_CASE("config diff: every mcring key a reload can change is reported") {
   Config after = load(
       "  client_buffer_limit: 8m\n  buffer_limit: 32m\n  reuseport: true\n"
       "  max_multiget_keys: 500\n  hot_keys: false\n  hot_key_capacity: 64\n"
-      "  hot_key_event_percent: 20\n  hot_key_metrics: hashed\n  unavailable_reads: error\n");
+      "  hot_key_event_percent: 20\n  hot_key_metrics: hashed\n  unavailable_reads: error\n"
+      "  unavailable_writes: not_stored\n");
   ConfigDiff d = diffConfigs(before, after);
   CHECK(changed(d, "client_buffer_limit 16777216->8388608"));
   CHECK(changed(d, "buffer_limit 67108864->33554432"));
@@ -42,6 +43,7 @@ TEST_CASE("config diff: every mcring key a reload can change is reported") {
   CHECK(changed(d, "hot_key_event_percent 10->20"));
   CHECK(changed(d, "hot_key_metrics off->hashed"));
   CHECK(changed(d, "unavailable_reads miss->error"));
+  CHECK(changed(d, "unavailable_writes error->not_stored"));
   CHECK(diffConfigs(before, load("")).empty());
 }
 

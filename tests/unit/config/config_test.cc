@@ -530,6 +530,23 @@ TEST_CASE("unknown hash, distribution and ketama_compat") {
        });
 }
 
+TEST_CASE("unavailable_writes: error (the default) or not_stored, anything else refused") {
+  const std::string head = "a:\n  listen: 127.0.0.1:1\n";
+  const std::string servers = "  servers: [127.0.0.1:2:1]\n";
+  CHECK(pool(loadOk(head + servers), "a").unavailable_writes == UnavailableWrites::Error);
+  CHECK(pool(loadOk(head + "  unavailable_writes: not_stored\n" + servers), "a")
+            .unavailable_writes == UnavailableWrites::NotStored);
+  CHECK(pool(loadOk(head + "  unavailable_writes: error\n" + servers), "a").unavailable_writes ==
+        UnavailableWrites::Error);
+  CHECK(errorsOf(head + "  unavailable_writes: notstored\n" + servers) ==
+        Errors{"t.yml:3:23: pool 'a': unavailable_writes: unknown unavailable_writes "
+               "'notstored'; did you mean 'not_stored'?"});
+  CHECK(errorsOf(head + "  unavailable_writes: ignore\n" + servers) ==
+        Errors{"t.yml:3:23: pool 'a': unavailable_writes: unknown unavailable_writes 'ignore' "
+               "(expected one of: error, not_stored)"});
+  CHECK(errorsOf(head + "  unavailable_writes: [error]\n" + servers).size() == 1);
+}
+
 // --- options the router refuses ---
 
 TEST_CASE("options that do not fit the servers are refused by routing::Router::build") {

@@ -3,7 +3,8 @@
 // known down when the request was dispatched (backing off after a refused connect) or failed with
 // the request in flight (timeout, refused connect of the first attempt), in shared get lines
 // (coalesce_gets), lines of their own and forwarded gets, and for mg in the client's format.
-// Writes keep their SERVER_ERROR. failure_test.cc runs the same faults with `error`.
+// Writes keep their SERVER_ERROR, or with unavailable_writes: not_stored answer NOT_STORED,
+// NOT_FOUND, NS or NF (the last cases). failure_test.cc runs the same faults with `error`.
 #include <doctest/doctest.h>
 
 #include "proxy/common/clock.h"
@@ -121,4 +122,40 @@ TEST_CASE("a forwarded gets and an mg that time out are misses; with `error`, SE
     CHECK(dp.unavailableMisses(0) == (miss ? 2 : 0));
     CHECK(dp.counters().server_errors.load() == (miss ? 0 : 2));
   }
+}
+
+TEST_CASE("unavailable_writes: not_stored: a write on an unavailable server is not applied") {
+  FakeBackend b0;
+  b0.stopListening();
+  DataPlane dp({&b0}, "  unavailable_writes: not_stored\n");
+  auto client = dp.connect();
+  // The first fails in flight (refused connect), the rest are dispatched during the backoff.
+  REQUIRE(client.send("set k 0 0 1\r\nx\r\n"));
+  CHECK(client.read(12) == "NOT_STORED\r\n");
+  REQUIRE(client.send("add k 0 0 1\r\nx\r\ncas k 0 0 1 5\r\nx\r\ndelete k\r\nincr k 1\r\n"
+                      "touch k 1\r\nset k 0 0 1 noreply\r\nx\r\nms k 1 q O3 k\r\nx\r\n"
+                      "ms k 1 C9\r\nx\r\nmd a2V5 b k\r\nma k O4\r\nmn\r\n"));
+  const std::string want =
+      "NOT_STORED\r\nNOT_FOUND\r\nNOT_FOUND\r\nNOT_FOUND\r\nNOT_FOUND\r\nNS O3 kk\r\nNF\r\n"
+      "NF ka2V5 b\r\nNF O4\r\nMN\r\n";
+  CHECK(client.read(want.size()) == want);
+  CHECK(client.silentFor(5));
+  CHECK(dp.counters().unavailable_writes.load() == 11);
+  CHECK(dp.counters().server_errors.load() == 0);
+  // Reads are unavailable_reads' business: a miss.
+  REQUIRE(client.send("get k\r\n"));
+  CHECK(client.read(5) == "END\r\n");
+}
+
+TEST_CASE("unavailable_writes: not_stored: a write whose server times out in flight") {
+  FakeBackend b0;
+  DataPlane dp({&b0}, "  timeout: 50\n  unavailable_writes: not_stored\n");
+  auto client = dp.connect();
+  REQUIRE(client.send("set k 0 0 1\r\nx\r\n"));
+  REQUIRE(b0.expect("set k 0 0 1\r\nx\r\n") == "set k 0 0 1\r\nx\r\n");
+  // No answer: the timeout fails it; it may have been stored, the client is told it was not.
+  CHECK(client.read(12, 3000) == "NOT_STORED\r\n");
+  CHECK(dp.counters().backend_timeouts.load() == 1);
+  CHECK(dp.counters().unavailable_writes.load() == 1);
+  CHECK(dp.counters().server_errors.load() == 0);
 }

@@ -172,7 +172,7 @@ TEST_CASE("binary framer: every served opcode frames and becomes its meta comman
       {packet(0x0b), "req op=0b key= value=0 len=24 meta=version\\x0d\\x0a"},
       {packet(0x10), "req op=10 key= value=0 len=24 meta=stats\\x0d\\x0a"},
       {packet(0x10, "settings"), "req op=10 key=settings value=0 len=32 meta=stats settings\\x0d\\x0a"},
-      // Keys the text protocol cannot carry go base64.
+      // Keys the text protocol cannot carry (a space) go base64.
       {packet(0x00, "a b"), "req op=00 key=a b value=0 len=27 meta=mg YSBi v f c b\\x0d\\x0a"},
       {packet(0x0a, {}, {}, {}, 7),
        "req op=0a key= value=0 len=24 local=\\x81\\x0a\\x00\\x00\\x00\\x00\\x00\\x00\\x00\\x00"
@@ -186,6 +186,64 @@ TEST_CASE("binary framer: every served opcode frames and becomes its meta comman
     CHECK(lines[0] == c.expect);
     CHECK(lines[1] == "rest=0 discard=0");
   }
+}
+
+// The meta line a request packet becomes.
+std::string metaLine(const std::string& p) {
+  BinaryFramer framer(parser());
+  BinaryRequest req;
+  StringSource src(p);
+  REQUIRE(framer.next(src, req).kind == BinaryFrameKind::Request);
+  BinaryTranslation t;
+  translateBinaryRequest(req, t);
+  return t.line;
+}
+
+TEST_CASE("binary expiration times: unsigned, so 2^31 and up are kept as the latest meta T") {
+  // memcached reads the binary field unsigned (2^31 and up: Unix times after 2038, the key is
+  // kept); its meta T is a signed 32-bit number, T2147483648 wraps negative and expires at once.
+  CHECK(metaLine(packet(0x01, "k", "v", storeExtras(0, 0x7fffffff))) ==
+        "ms k 1 F0 T2147483647 c MS\r\n");
+  CHECK(metaLine(packet(0x01, "k", "v", storeExtras(0, 0x80000000))) ==
+        "ms k 1 F0 T2147483647 c MS\r\n");
+  CHECK(metaLine(packet(0x02, "k", "v", storeExtras(0, 0xffffffff))) ==
+        "ms k 1 F0 T2147483647 c ME\r\n");
+  CHECK(metaLine(packet(0x1c, "k", {}, be32(0xffffffff))) == "mg k f c T2147483647\r\n");
+  CHECK(metaLine(packet(0x1d, "k", {}, be32(0x80000001))) == "mg k v f c T2147483647\r\n");
+  CHECK(metaLine(packet(0x1d, "k", {}, be32(2592001))) == "mg k v f c T2592001\r\n");
+  CHECK(metaLine(packet(0x05, "n", {}, be64(1) + be64(5) + be32(0xfffffffe))) ==
+        "ma n v c D1 MI N2147483647 J5\r\n");
+  CHECK(metaLine(packet(0x08, {}, {}, be32(0x80000000))) == "flush_all 2147483647\r\n");
+}
+
+TEST_CASE("binary keys: as they are, base64, or a stand-in past meta's 250-byte token") {
+  // Control bytes, 0x7f, 0xff and a "\r" inside are text-key bytes (memcached keeps them).
+  CHECK(metaLine(packet(0x00, "a\x01\x7f\xff\t\rb")) == "mg a\x01\x7f\xff\t\rb v f c\r\n");
+  CHECK(metaLine(packet(0x00, std::string(250, '\x01'))) ==
+        "mg " + std::string(250, '\x01') + " v f c\r\n");
+  // A space, a newline, a NUL: base64 while it fits (186 bytes -> 248 characters)...
+  CHECK(metaLine(packet(0x04, std::string("a\nb\0", 4))) == "md YQpiAA== b\r\n");
+  std::string spaced;
+  for (int i = 0; i < 100; ++i) {
+    spaced += "a b";
+  }
+  const std::string line186 = metaLine(packet(0x00, spaced.substr(0, 186)));
+  CHECK(line186.size() == 3 + 248 + 10);
+  // ... then base64 of "\0mcring:" and the key's SHA-256.
+  BinaryFramer framer(parser());
+  BinaryRequest req;
+  const std::string p250 = packet(0x00, spaced.substr(0, 250));
+  StringSource src(p250);
+  REQUIRE(framer.next(src, req).kind == BinaryFrameKind::Request);
+  BinaryTranslation t;
+  translateBinaryRequest(req, t);
+  CHECK(t.key_form == BinaryKeyForm::StandIn);
+  CHECK(t.line == "mg AG1jcmluZzraQitl6cwnR5shrk9EZCXkjPx/ypF7TjK/YbVSVYMcgA== v f c b\r\n");
+  // The line parses, decoded to the stand-in's 40 bytes (the session routes by the key itself).
+  Request meta;
+  REQUIRE(parser().parse(t.line, meta) == ParseStatus::Ok);
+  CHECK(meta.decoded_key.size() == 40);
+  CHECK(metaLine(packet(0x00, spaced.substr(0, 187))).size() == 3 + 56 + 10);
 }
 
 TEST_CASE("binary framer: memcached's answers to malformed and refused packets") {

@@ -26,3 +26,15 @@ TEST_CASE("metaMissReply: a quiet mg's miss is silent") {
   CHECK(metaMissReply("missing", "k O123 q v").empty());
   CHECK(metaMissReply("x", "q").empty());
 }
+
+TEST_CASE("metaNotAppliedReply: ms's NS and md/ma's NF as memcached 1.6.18 answers, q or not") {
+  using mcring::protocol::metaNotAppliedReply;
+  // Recorded against memcached 1.6.18: `ms nope 1 MR O12 k` -> "NS O12 knope", with q too (q
+  // hides only HD); `md nope k O3 q` -> "NF knope O3"; `ma nope q O4` -> "NF O4".
+  CHECK(metaNotAppliedReply("NS", "nope", "1 MR O12 k") == "NS O12 knope\r\n");
+  CHECK(metaNotAppliedReply("NS", "nope", "1 MR O12 k q") == "NS O12 knope\r\n");
+  CHECK(metaNotAppliedReply("NS", "bm9wZQ==", "1 MR b k O1\r\n") == "NS kbm9wZQ== b O1\r\n");
+  CHECK(metaNotAppliedReply("NF", "nope", "k O3 q") == "NF knope O3\r\n");
+  CHECK(metaNotAppliedReply("NF", "nope", "q O4") == "NF O4\r\n");
+  CHECK(metaNotAppliedReply("NF", "nope", "") == "NF\r\n");
+}

@@ -1,6 +1,7 @@
 // npm `memcached` (text protocol), one mcring as its one server: runs the steps given and prints
 // each result as JSON. Usage: node unavailable_memcached.js PORT STEP...
-// A step is get:KEY or multi:KEY,KEY,...; a result is {value} / {values} or {error}. The client
+// A step is get:KEY, multi:KEY,KEY,... or set:KEY (the value "v"); a result is {value} / {values}
+// / {stored} or {error}. The client
 // keeps its defaults for failures (retry 30 s, failures 5, remove false) but retries 0 within a
 // request and a 1 s timeout, so a step that fails says so at once.
 const Memcached = require('memcached');
@@ -23,6 +24,9 @@ const call = (fn) => new Promise((resolve) => {
     if (op === 'get') {
       r = await call((cb) => mc.get(arg, cb));
       out.push([step, r.error !== undefined ? { error: r.error } : { value: r.data === undefined ? null : r.data }]);
+    } else if (op === 'set') {
+      r = await call((cb) => mc.set(arg, 'v', 0, cb));
+      out.push([step, r.error !== undefined ? { error: r.error } : { stored: r.data }]);
     } else {
       r = await call((cb) => mc.getMulti(arg.split(','), cb));
       out.push([step, r.error !== undefined ? { error: r.error } : { values: r.data }]);
