@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "config/config.h"
+#include "proxy/backend/hot_spread.h"
 #include "proxy/control/worker.h"
 #include "proxy/stats/stats_renderer.h"
 
@@ -345,6 +346,19 @@ DataPlane::~DataPlane() {
   worker_->postShutdown(20);
   worker_->join();
   worker_.reset();
+}
+
+std::shared_ptr<mcring::core::SpreadEntry> DataPlane::spread(const std::string& key,
+                                                             std::vector<uint32_t> copies) {
+  auto entry = std::make_shared<mcring::core::SpreadEntry>(key, std::move(copies));
+  auto set = std::make_shared<mcring::core::SpreadSet>();
+  for (const auto& pool : topology_->pools) {
+    set->topology = pool;  // the one pool, "alpha"
+  }
+  set->entries.push_back(entry);
+  set->workers = 1;
+  worker_->postSpread("alpha", set);
+  return entry;
 }
 
 TestClient DataPlane::connect(int sndbuf) {

@@ -25,7 +25,8 @@
 
 namespace mcring::core {
 class Worker;
-}
+struct SpreadEntry;
+}  // namespace mcring::core
 
 namespace dataplane {
 
@@ -120,6 +121,11 @@ class DataPlane {
   // A reload: the pool's servers become `backends` (with `pool_keys`), as the main thread's
   // reload posts a new topology. Clients connected after this call see it.
   void reconfigure(const std::vector<FakeBackend*>& backends, const std::string& pool_keys = "");
+  // Hot-key spread: `key` spread over `copies` (indices of the backends given; [0] is the key's
+  // own server), as the main thread's planner posts it (backend/hot_spread.h). Returns the
+  // entry, whose counters the test may read; the worker applies it before later requests.
+  std::shared_ptr<mcring::core::SpreadEntry> spread(const std::string& key,
+                                                    std::vector<uint32_t> copies);
   // A new client session. sndbuf: SO_SNDBUF of the worker's end (0: the default), to make a
   // client's socket fill quickly.
   TestClient connect(int sndbuf = 0);

@@ -132,9 +132,10 @@ TEST_CASE("unavailable_writes: not_stored: a write on an unavailable server is n
   // The first fails in flight (refused connect), the rest are dispatched during the backoff.
   REQUIRE(client.send("set k 0 0 1\r\nx\r\n"));
   CHECK(client.read(12) == "NOT_STORED\r\n");
-  REQUIRE(client.send("add k 0 0 1\r\nx\r\ncas k 0 0 1 5\r\nx\r\ndelete k\r\nincr k 1\r\n"
-                      "touch k 1\r\nset k 0 0 1 noreply\r\nx\r\nms k 1 q O3 k\r\nx\r\n"
-                      "ms k 1 C9\r\nx\r\nmd a2V5 b k\r\nma k O4\r\nmn\r\n"));
+  REQUIRE(
+      client.send("add k 0 0 1\r\nx\r\ncas k 0 0 1 5\r\nx\r\ndelete k\r\nincr k 1\r\n"
+                  "touch k 1\r\nset k 0 0 1 noreply\r\nx\r\nms k 1 q O3 k\r\nx\r\n"
+                  "ms k 1 C9\r\nx\r\nmd a2V5 b k\r\nma k O4\r\nmn\r\n"));
   const std::string want =
       "NOT_STORED\r\nNOT_FOUND\r\nNOT_FOUND\r\nNOT_FOUND\r\nNOT_FOUND\r\nNS O3 kk\r\nNF\r\n"
       "NF ka2V5 b\r\nNF O4\r\nMN\r\n";
