@@ -63,6 +63,8 @@ class StatsViews::Fetch final : public RequestOwner {
     return true;
   }
   void releaseHeld(PendingRequest&) override { held_ = 0; }
+  bool canHold(const PendingRequest&, uint64_t n) const override { return held_ + n <= kMaxHeld; }
+  void advanceStream(PendingRequest&) override {}
   bool outputFull() const override { return false; }
   uint64_t outputSize() const override { return 0; }
   uint32_t stallLimitMs() const override { return kDeadlineMs; }
@@ -176,9 +178,12 @@ class StatsViews::Fetch final : public RequestOwner {
   // fit. One of a few KiB (`stats`, `stats settings`, ...) is answered as mcring's local answers
   // are, outside the budget: an operator reads stats exactly when the pool is over its budget,
   // and such a reply is no more memory than the request that asked for it.
-  static void deliver(PendingRequest* w, std::string_view reply) {
+  void deliver(PendingRequest* w, std::string_view reply) {
     RequestOwner* client = w->session;
     const bool fits = reply.size() <= kUnbudgetedReply || client->holdReply(*w, reply.size());
+    if (!fits) {
+      stats::bump(owner_.worker_.counters().client_oom_replies);
+    }
     w->reply.append(fits ? reply : protocol::kOutOfMemoryLine);
     w->complete = true;
     client->onRequestComplete(w);
