@@ -6,8 +6,10 @@
 // to the socket as its units arrive. Memory budget: reply bytes held for the client and unsent
 // output count against client_buffer_limit and the pool's buffer_limit; at half of the client's
 // limit, or with too many requests outstanding, the client is no longer read; a reply that would
-// pass a limit is refused (memcached's out-of-memory error); a request larger than 32 KiB being
-// received needs a reservation from the pool, or waits unread. Worker-thread only.
+// pass a limit is refused (memcached's out-of-memory error), unless it is the head's multi-get
+// over several servers (then written in key order as its turns come: advanceStream) or the
+// client holds almost nothing (then charged to the pool's reserve); a request larger than 32 KiB
+// being received needs a reservation from the pool, or waits unread. Worker-thread only.
 #pragma once
 
 #include <atomic>

@@ -1,11 +1,14 @@
 // Back-pressure and the memory budget: a client that does not read is no longer read; a reply
 // that would pass client_buffer_limit or the pool's buffer_limit while queued is refused with
-// memcached's out-of-memory error; the FIFO head's reply streams whatever its size.
+// memcached's out-of-memory error; the FIFO head's reply streams whatever its size (a multi-get
+// over several servers in key order, its later servers waiting for their turn); a client that
+// holds almost nothing draws on the pool's reserve.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
+#include "proxy/common/clock.h"
 #include "tests/unit/dataplane/harness.h"
 
 using dataplane::DataPlane;
@@ -144,6 +147,41 @@ TEST_CASE("client_buffer_limit: a multi-get over two servers past the limit stre
   REQUIRE(b0.expect("get " + A + "\r\n") == "get " + A + "\r\n");
   REQUIRE(b0.send("END\r\n"));
   CHECK(client.read(5) == "END\r\n");
+}
+
+TEST_CASE("a multi-get waiting for its turn gives way after 1 s to another client behind it") {
+  FakeBackend b0, b1;
+  // A long request timeout: b0's silence must not fail A's fragment first.
+  DataPlane dp({&b0, &b1}, "  client_buffer_limit: 64k\n  timeout: 10000\n");
+  auto x = dp.connect();
+  auto y = dp.connect();
+  const std::string A = dp.keyOn(0, "w"), B1 = dp.keyOn(1, "w", 0), B2 = dp.keyOn(1, "w", 1);
+  const std::string C = dp.keyOn(1, "c");
+  REQUIRE(x.send("get " + A + " " + B1 + " " + B2 + "\r\n"));
+  REQUIRE(b0.expect("get " + A + "\r\n") == "get " + A + "\r\n");
+  REQUIRE(b1.expect("get " + B1 + " " + B2 + "\r\n") == "get " + B1 + " " + B2 + "\r\n");
+  REQUIRE(y.send("get " + C + "\r\n"));
+  REQUIRE(b1.expect("get " + C + "\r\n") == "get " + C + "\r\n");
+  // B2 cannot be held and its turn does not come (b0 does not answer A): b1's connection waits,
+  // and Y's reply with it, until the wait is given up: X's multi-get is refused memory.
+  const std::string v(40 * 1024, 'x');
+  REQUIRE(b1.send(valueUnit(B1, v) + valueUnit(B2, v) + "END\r\n" + valueUnit(C, "c") +
+                  "END\r\n"));
+  CHECK(y.silentFor(30));
+  CHECK(dp.counters().client_oom_replies.load() == 0);
+  // 1 s passes on mcring's clock (in steps, whenever the wait began).
+  bool answered = false;
+  for (int i = 0; i < 12 && !answered; ++i) {
+    mcring::common::advanceClockForTest(250'000'000ULL);
+    answered = !y.silentFor(5);
+  }
+  const std::string want_y = valueUnit(C, "c") + "END\r\n";
+  CHECK(y.read(want_y.size()) == want_y);
+  CHECK(dp.counters().client_oom_replies.load() == 1);
+  REQUIRE(b0.send(valueUnit(A, "a") + "END\r\n"));
+  CHECK(x.read(kOom.size()) == kOom);
+  CHECK(x.silentFor(5));
+  CHECK(b1.accepted() == 1);  // the backend connection waited, never reset
 }
 
 TEST_CASE("client_buffer_limit: a queued multi-get over two servers past the limit is refused") {
