@@ -139,6 +139,7 @@ class Metadumps::Dump {
     }
     if (!r_->refused && !client->holdReply(*r_, n)) {
       r_->refused = true;  // answered with memcached's out-of-memory error; the rest is dropped
+      stats::bump(owner_.worker_.counters().client_oom_replies);
       for (auto& other : servers_) {
         other->got.drain(other->got.size());
       }
