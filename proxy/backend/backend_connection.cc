@@ -134,6 +134,7 @@ void BackendConnection::onReadable() {
     }
     InFlight& f = inflight_.front();
     if (mustWait(*f.req)) {
+      wait_bytes_ = 0;
       pause();
       return;
     }
@@ -141,6 +142,10 @@ void BackendConnection::onReadable() {
     const uint64_t total = frame.length;
     Step step =
         f.expect == Expect::SharedLine ? deliverShared(f, rep, line) : deliver(f, rep, line);
+    if (step == Step::Wait) {
+      pause();
+      return;
+    }
     if (step == Step::Desync) {
       closeUnexpectedly(BackendFailure::ProtocolError);
       server_.worker().onBackendIdle();
@@ -202,6 +207,9 @@ bool BackendConnection::changesInFlight() const {
 
 bool BackendConnection::mustWait(PendingRequest& r) {
   RequestOwner* s = r.session;
+  if (multigetInKeyOrder(r) && !r.streaming) {
+    return false;  // streams only once holding it would pass a limit (placeInOrder)
+  }
   return s != nullptr && !r.refused && s->outputFull() && s->tryStream(r);
 }
 
@@ -221,6 +229,7 @@ void BackendConnection::pause() {
   pause_output_ = UINT64_MAX;
   const PendingRequest* head = inflight_.front().req;
   pause_start_output_ = head->session != nullptr ? head->session->outputSize() : 0;
+  pause_stream_key_ = head->stream_key;
   if (paused_for_ != head) {
     paused_for_ = head;
     paused_for_total_ns_ = 0;
@@ -245,15 +254,17 @@ void BackendConnection::checkPaused() {
   const uint64_t drained =
       paused_for_drained_ + (pause_start_output_ > out ? pause_start_output_ - out : 0);
   const uint64_t paused_ns = paused_for_total_ns_ + (now - pause_started_ns_);
-  if (s == nullptr || !s->outputFull()) {
+  if (s == nullptr || r->refused || (wait_bytes_ == 0 ? !s->outputFull() : turnCame(*r, *s))) {
     paused_for_total_ns_ = paused_ns;
     paused_for_drained_ = drained;
     resume();
     return;
   }
   const uint64_t limit = uint64_t{s->stallLimitMs()} * 1000000;
-  if (out < pause_output_) {
+  // Progress: the client read, or (waiting for a turn) its multi-get wrote a later key.
+  if (out < pause_output_ || r->stream_key != pause_stream_key_) {
     pause_output_ = out;
+    pause_stream_key_ = r->stream_key;
     pause_progress_ns_ = now;
   }
   // Both rules bound what this client costs the others: a client alone on the connection may
@@ -268,10 +279,35 @@ void BackendConnection::checkPaused() {
   const bool slow = static_cast<double>(drained) < static_cast<double>(kMinDrainBytesPerSec) *
                                                        static_cast<double>(paused_ns) / 1e9;
   const bool hogging = paused_ns >= limit && slow && othersWaitBehind(s);
-  if (stuck || hogging) {
+  if (wait_bytes_ != 0 && stuck) {
+    giveUp(*r, *s);  // the client did read, or has nothing to read: its turn did not come
+    resume();
+  } else if (stuck || (hogging && (wait_bytes_ == 0 || out > 0))) {
     s->closeSlowReader();
     resume();
   }
+}
+
+// Waiting for a turn (placeInOrder): the unit may go on once it streams (its key's turn came) or
+// fits, and the client's output has room.
+bool BackendConnection::turnCame(const PendingRequest& r, RequestOwner& s) const {
+  if (r.failed) {
+    return true;  // its units are dropped
+  }
+  return !s.outputFull() && (r.stream_key == wait_key_ || s.canHold(r, wait_bytes_));
+}
+
+// A multi-get streaming in key order made no progress while this connection waited on it and
+// others wait behind (or the pool is over its budget): its turn depends on another server, which
+// may be held up by other clients. It is refused memory (its reply ends with memcached's error),
+// which unblocks the connection.
+void BackendConnection::giveUp(PendingRequest& r, RequestOwner& s) {
+  MCRING_LOG_LIMITED(Info, "client multiget turn",
+                     "client %llu: a multi-get waited %u ms for a later key's turn (holding %llu "
+                     "bytes would pass a budget) while others waited: refused memory",
+                     static_cast<unsigned long long>(s.id()), s.stallLimitMs(),
+                     static_cast<unsigned long long>(r.held));
+  refuse(r);
 }
 
 // Another client has a request in flight on this connection, behind the head.
@@ -293,6 +329,7 @@ void BackendConnection::resume() {
     return;
   }
   paused_ = false;
+  wait_bytes_ = 0;
   if (tcp_) {
     tcp_->enableReading(true);
     onReadable();
@@ -323,6 +360,15 @@ void BackendConnection::forward(PendingRequest& r, net::Buffer& sink, uint64_t n
 
 // Out of memory for r's reply: what it holds goes, and its reply will be memcached's error.
 void BackendConnection::refuse(PendingRequest& r) {
+  stats::bump(server_.worker().counters().client_oom_replies);
+  if (r.session != nullptr) {
+    MCRING_LOG_LIMITED(Info, "client oom reply",
+                       "client %llu: a reply refused memory (client_buffer_limit or buffer_limit): "
+                       "answered SERVER_ERROR out of memory (holds %llu bytes, %llu unsent)",
+                       static_cast<unsigned long long>(r.session->id()),
+                       static_cast<unsigned long long>(r.held),
+                       static_cast<unsigned long long>(r.session->outputSize()));
+  }
   r.refused = true;
   r.reply.drain(r.reply.size());
   for (uint32_t i = 0; i < r.fragment_count; ++i) {
@@ -378,20 +424,77 @@ void BackendConnection::endSharedLine() {
 // A VALUE unit (n bytes at the front of the input) for `key`: the fragment's next expected key
 // equal to it takes it (keys before it, in order, missed). False if none of the remaining keys
 // is `key`; then they have all missed.
-bool BackendConnection::takeValue(PendingRequest& r, Fragment& fr, std::string_view key,
-                                  uint64_t n) {
-  while (fr.next_match < fr.key_indices.size()) {
-    uint32_t idx = fr.key_indices[fr.next_match++];
-    if (multigetKey(r, idx) == key) {
-      r.key_hit_length[idx] = n;
-      forward(r, multigetValueSink(r, fr), n);
-      ++fr.hits;
-      stats::bump(server_.worker().counters().get_hits);
-      stats::bump(server_.stats().get_hits);
-      return true;
+BackendConnection::Take BackendConnection::takeValue(PendingRequest& r, Fragment& fr,
+                                                     std::string_view key, uint64_t n) {
+  uint32_t p = fr.next_match;
+  while (p < fr.key_indices.size() && multigetKey(r, fr.key_indices[p]) != key) {
+    ++p;
+  }
+  if (p == fr.key_indices.size()) {
+    fr.next_match = p;
+    return Take::NoMatch;
+  }
+  const uint32_t idx = fr.key_indices[p];
+  if (p > fr.next_match) {
+    // The keys before it missed, whether or not the unit can be taken now: their turns pass.
+    fr.next_match = p;
+    if (r.session != nullptr && r.streaming) {
+      r.session->advanceStream(r);
     }
   }
-  return false;
+  net::Buffer& sink = multigetValueSink(r, fr);
+  const Place place = &sink == &r.reply ? Place::Drop : placeInOrder(r, idx, n);
+  if (place == Place::Wait) {
+    wait_bytes_ = n;
+    wait_key_ = idx;
+    return Take::Wait;
+  }
+  fr.next_match = p + 1;
+  r.key_hit_length[idx] = n;
+  ++fr.hits;
+  stats::bump(server_.worker().counters().get_hits);
+  stats::bump(server_.stats().get_hits);
+  net::Buffer& in = tcp_->input();
+  if (&sink == &r.reply) {
+    forward(r, sink, n);
+  } else if (place == Place::Stream) {
+    r.session->streamReply(in, n);
+    r.stream_key = idx + 1;
+    r.session->advanceStream(r);
+  } else if (place == Place::Hold) {
+    in.moveTo(sink, n);
+  } else {
+    if (place == Place::Refuse) {
+      refuse(r);
+    }
+    in.drain(n);
+  }
+  return Take::Taken;
+}
+
+// The unit of key idx of r (n bytes), a multi-get over several fragments whose units must reach
+// the client in key order. It is held while that fits (the reply is then assembled whole, as
+// before). Past a limit, at the FIFO head, the reply streams: a unit is written if its key's turn
+// has come (the earlier units go first), held if that fits, and otherwise waits: the connection
+// stops reading until it fits or its turn comes (turnCame), as a streamed reply waits for its
+// client to read. Behind the head, past a limit, the request is refused memory, as any queued
+// reply.
+BackendConnection::Place BackendConnection::placeInOrder(PendingRequest& r, uint32_t idx,
+                                                         uint64_t n) {
+  RequestOwner* s = r.session;
+  if (s == nullptr || r.refused || r.failed) {
+    return Place::Drop;  // a failed multi-get's reply is the failure (assembleMultiget)
+  }
+  if (!r.streaming && s->holdReply(r, n)) {
+    return Place::Hold;  // assembled whole while it fits: a failure answers only the error
+  }
+  if (s->tryStream(r)) {
+    if (r.stream_key == idx) {
+      return Place::Stream;
+    }
+    return s->holdReply(r, n) ? Place::Hold : Place::Wait;
+  }
+  return s->holdReply(r, n) ? Place::Hold : Place::Refuse;
 }
 
 // A request's keys within a shared get line: memcached answers the line's keys in order, hits
@@ -403,8 +506,9 @@ BackendConnection::Step BackendConnection::deliverShared(InFlight& f, const prot
   Fragment& fr = r->fragments[f.fragment];
   net::Buffer& in = tcp_->input();
   if (rep.kind == ReplyKind::Value) {
-    if (takeValue(*r, fr, rep.key.in(line), rep.totalLength())) {
-      return Step::More;
+    const Take take = takeValue(*r, fr, rep.key.in(line), rep.totalLength());
+    if (take != Take::NoMatch) {
+      return take == Take::Wait ? Step::Wait : Step::More;
     }
   } else if (rep.kind == ReplyKind::End) {
     // fall through to the end of this request
@@ -529,7 +633,15 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       Fragment& fr = r->fragments[f.fragment];
       if (rep.kind == ReplyKind::Value) {
         // Not one of the keys still expected: a VALUE for a key we did not ask this backend for.
-        return takeValue(*r, fr, rep.key.in(line), n) ? Step::More : Step::Desync;
+        switch (takeValue(*r, fr, rep.key.in(line), n)) {
+          case Take::Taken:
+            return Step::More;
+          case Take::Wait:
+            return Step::Wait;
+          case Take::NoMatch:
+            return Step::Desync;
+        }
+        return Step::Desync;
       }
       if (rep.kind == ReplyKind::End) {
         in.drain(n);
@@ -678,6 +790,13 @@ void BackendConnection::finish(InFlight& f) {
   if (f.delivery == Delivery::Warmup || f.delivery == Delivery::WarmMeta) {
     w.warmup().finished(multigetKey(*r, f.fragment), r, f.fragment);
   }
+  if (f.delivery == Delivery::Fragment) {
+    // Its keys not hit missed: a multi-get streaming in key order may write what follows them.
+    r->fragments[f.fragment].done = true;
+    if (r->session != nullptr && r->streaming) {
+      r->session->advanceStream(*r);
+    }
+  }
   // A write sent to every replica completes once its reply is known (replica_write_reply):
   // possibly before the other replicas answered, whose replies are then read in the background.
   if (r->replica_count > 0 && !r->complete && r->fragments_left - 1 == pendingReplicas(*r) &&
@@ -812,6 +931,7 @@ void BackendConnection::closeSocket() {
   state_ = State::Closed;
   timeout_armed_ = false;
   paused_ = false;
+  wait_bytes_ = 0;
   paused_for_ = nullptr;
   framer_ = protocol::ReplyFramer();  // a line it had half read went with the socket
   if (resume_timer_) {

@@ -103,8 +103,10 @@ class BackendConnection : public net::ConnectionHandler {
   };
   // Result of handing one reply unit to the head expectation. Pass: the head is over and the
   // unit belongs to the next one (a shared line's VALUE for a later request's key, its END or
-  // its error).
-  enum class Step : uint8_t { More, Done, Pass, Desync };
+  // its error). Wait: the unit stays in the input, the connection pauses (a multi-get streaming
+  // in key order cannot hold it yet: placeInOrder, turnCame).
+  enum class Step : uint8_t { More, Done, Pass, Desync, Wait };
+  enum class Take : uint8_t { Taken, NoMatch, Wait };
 
   // Most times one request is sent again (bounds the work of a server that keeps closing).
   static constexpr uint8_t kMaxReplays = 3;
@@ -112,10 +114,15 @@ class BackendConnection : public net::ConnectionHandler {
   static constexpr size_t kMaxSharedLine = 2000;
   void endSharedLine();
   Step deliverShared(InFlight& f, const protocol::Reply& rep, std::string_view line);
-  bool takeValue(PendingRequest& r, Fragment& fr, std::string_view key, uint64_t n);
+  Take takeValue(PendingRequest& r, Fragment& fr, std::string_view key, uint64_t n);
 
   Step deliver(InFlight& f, const protocol::Reply& rep, std::string_view line);
   void forward(PendingRequest& r, net::Buffer& sink, uint64_t n);
+  // Where the unit for key idx of r, a multi-get over several fragments, goes.
+  enum class Place : uint8_t { Drop, Stream, Hold, Wait, Refuse };
+  Place placeInOrder(PendingRequest& r, uint32_t idx, uint64_t n);
+  bool turnCame(const PendingRequest& r, RequestOwner& s) const;
+  void giveUp(PendingRequest& r, RequestOwner& s);
   void refuse(PendingRequest& r);
   bool mustWait(PendingRequest& r);
   void pause();
@@ -164,8 +171,13 @@ class BackendConnection : public net::ConnectionHandler {
   net::Buffer& wire() { return holding() ? held_output_ : tcp_->output(); }
   void flushHeld();
   protocol::ReplyFramer framer_;
-  // Waiting for a client that streams a reply and has a full output (pause()).
+  // Waiting for a client that streams a reply and has a full output (pause()), or, when
+  // wait_bytes_ is not 0, for the turn of the wait_key_'s unit (wait_bytes_ long) of a multi-get
+  // streaming in key order: it cannot be held now (placeInOrder).
   bool paused_ = false;
+  uint64_t wait_bytes_ = 0;
+  uint32_t wait_key_ = 0;
+  uint32_t pause_stream_key_ = 0;    // the request's stream_key when it last moved
   uint64_t pause_progress_ns_ = 0;   // when the client's output last shrank
   uint64_t pause_output_ = 0;        // its size then
   uint64_t pause_started_ns_ = 0;    // this pause

@@ -43,6 +43,11 @@ class RequestOwner {
   virtual void streamReply(net::Buffer& from, uint64_t n) = 0;
   // Charges n more reply bytes held for `r`; false if that would pass a limit.
   virtual bool holdReply(PendingRequest& r, uint64_t n) = 0;
+  // Whether holdReply(r, n) would succeed now (charges nothing).
+  virtual bool canHold(const PendingRequest& r, uint64_t n) const = 0;
+  // `r` streams a multi-get over several fragments: writes, from r.stream_key on, every unit
+  // whose key's turn has come (held units to the socket, misses skipped).
+  virtual void advanceStream(PendingRequest& r) = 0;
   // Gives back what `r` held.
   virtual void releaseHeld(PendingRequest& r) = 0;
   // Unsent output at the client's limit: a reply streaming to it must wait.
@@ -153,10 +158,15 @@ struct PendingRequest {
   net::Buffer reply;  // the bytes to write when this request reaches the FIFO head
 
   // Memory budget (ClientSession): reply bytes held for this request and charged to its client
-  // until it leaves the FIFO.
+  // until it leaves the FIFO; held_reserve of them are charged to the pool's replies_reserve.
   uint64_t held = 0;
+  uint64_t held_reserve = 0;
   // At the FIFO head: reply units go straight to the client's socket as they arrive.
   bool streaming = false;
+  // A streaming multi-get over several fragments: the client key whose unit is written next
+  // (every earlier key's unit is written, or it missed). A later key's unit that arrives first is
+  // held in its fragment, or, if holding it would pass a limit, its backend connection waits.
+  uint32_t stream_key = 0;
   // Refused memory: its reply is memcached's out-of-memory error; units still arriving are
   // dropped.
   bool refused = false;
@@ -244,7 +254,9 @@ struct PendingRequest {
     error_line.clear();
     reply.drain(reply.size());
     held = 0;
+    held_reserve = 0;
     streaming = false;
+    stream_key = 0;
     refused = false;
     rewrites = false;
     resend.clear();
@@ -306,6 +318,19 @@ struct PendingRequest {
 // Key i of a multi-get (its bytes live in r.line).
 inline std::string_view multigetKey(const PendingRequest& r, uint32_t i) {
   return std::string_view(r.line).substr(r.key_offsets[2 * i], r.key_offsets[2 * i + 1]);
+}
+
+// A multi-get whose units must be reordered (several fragments): assembled whole while holding
+// it fits the budget; at the FIFO head, past that, streamed in key order (stream_key).
+inline bool multigetInKeyOrder(const PendingRequest& r) {
+  return r.shape == Shape::Multiget && r.fragment_count > 1;
+}
+
+// Whether multi-get key i's fragment has answered it (its unit arrived, or it missed: a later
+// key of the fragment matched, or the fragment ended).
+inline bool multigetKeyAnswered(const PendingRequest& r, uint32_t i) {
+  const Fragment& fr = r.fragments[r.key_fragment[i]];
+  return fr.done || (fr.next_match > 0 && fr.key_indices[fr.next_match - 1] >= i);
 }
 
 // Where a VALUE unit for fragment `fr` of r goes as it arrives. A lone fragment (every key on one

@@ -28,7 +28,11 @@ struct PoolRuntime {
   std::vector<BackendServer*> by_index;
   // Memory budget of the pool's clients on this worker (memory_budget.h): held and unsent reply
   // bytes, and large requests being received. Sessions waiting for the latter, unread.
+  // replies_reserve is the eighth of the replies' share kept for clients that hold almost nothing
+  // (ClientSession::kSmallClient): held reply bytes of such a client go there when
+  // replies_budget is full, so other clients' holdings never make a small reply fail.
   MemoryBudget replies_budget;
+  MemoryBudget replies_reserve;
   MemoryBudget inputs_budget;
   std::shared_ptr<stats::PoolMemory> memory;  // both budgets' use and limit, for /metrics
   std::vector<RequestOwner*> input_waiters;

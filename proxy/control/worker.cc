@@ -243,6 +243,7 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
       runtime->name = name;
       runtime->memory = poolMemory().add(name);
       runtime->replies_budget.mirrorTo(&runtime->memory->replies_used);
+      runtime->replies_reserve.mirrorTo(&runtime->memory->reserve_used);
       runtime->inputs_budget.mirrorTo(&runtime->memory->inputs_used);
     }
     // A pool that a reload removed and this one adds again starts afresh: its servers were
@@ -261,12 +262,13 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
     }
     runtime->removed = false;
     runtime->parser = protocol::RequestParser(limitsFor(pool_topo->config));
-    // This worker's share of the pool's memory budget; large requests being received may use
-    // a quarter of it.
-    runtime->replies_budget.setLimit(pool_topo->config.buffer_limit / count_);
+    // This worker's share of the pool's memory budget, an eighth of it kept for clients that
+    // hold almost nothing; large requests being received may use a quarter of it more.
+    const uint64_t share = pool_topo->config.buffer_limit / count_;
+    runtime->replies_reserve.setLimit(share / 8);
+    runtime->replies_budget.setLimit(share - share / 8);
     runtime->inputs_budget.setLimit(pool_topo->config.buffer_limit / 4 / count_);
-    runtime->memory->limit.store(runtime->replies_budget.limit() + runtime->inputs_budget.limit(),
-                                 std::memory_order_relaxed);
+    runtime->memory->limit.store(share + runtime->inputs_budget.limit(), std::memory_order_relaxed);
     configureHotKeys(*runtime);
     std::unordered_map<std::string, std::unique_ptr<BackendServer>> next;
     runtime->by_index.clear();

@@ -13,11 +13,14 @@ void assembleMultiget(PendingRequest& r, stats::WorkerCounters& counters) {
   }
   // Within a fragment, VALUE units arrived in the order its keys were sent, which is the
   // client's order; so taking key i's unit from the front of its fragment's buffer, for i in
-  // client order, yields every unit in client order.
+  // client order, yields every unit in client order. The keys before stream_key were written
+  // already (a multi-get streamed in key order).
   uint32_t hits = 0;
   for (uint32_t i = 0; i < r.key_count; ++i) {
     uint64_t n = r.key_hit_length[i];
-    if (n > 0) {
+    if (n > 0 && i < r.stream_key) {
+      ++hits;
+    } else if (n > 0) {
       Fragment& fr = r.fragments[r.key_fragment[i]];
       net::Buffer& values = multigetValueSink(r, fr);
       if (&values != &r.reply) {

@@ -93,6 +93,10 @@ class StatsViews::Fetch final : public RequestOwner {
   // The backend connection refused the detached request (after holdReply said no): its units
   // are dropped.
   void releaseHeld(PendingRequest&) override { uncharge(); }
+  bool canHold(const PendingRequest&, uint64_t n) const override {
+    return error_.empty() && lines_ < max_lines_ && charged_ + n <= max_bytes_;
+  }
+  void advanceStream(PendingRequest&) override {}
   bool outputFull() const override { return false; }
   uint64_t outputSize() const override { return 0; }
   uint32_t stallLimitMs() const override { return kDeadlineMs; }
@@ -254,9 +258,12 @@ class StatsViews::Fetch final : public RequestOwner {
   // fit. One of a few KiB (`stats`, `stats settings`, ...) is answered as mcring's local answers
   // are, outside the budget: an operator reads stats exactly when the pool is over its budget,
   // and such a reply is no more memory than the request that asked for it.
-  static void deliver(PendingRequest* w, std::string_view reply) {
+  void deliver(PendingRequest* w, std::string_view reply) {
     RequestOwner* client = w->session;
     const bool fits = reply.size() <= kUnbudgetedReply || client->holdReply(*w, reply.size());
+    if (!fits) {
+      stats::bump(owner_.worker_.counters().client_oom_replies);
+    }
     w->reply.append(fits ? reply : protocol::kOutOfMemoryLine);
     w->complete = true;
     client->onRequestComplete(w);

@@ -336,8 +336,9 @@ bool ClientSession::streamable(const PendingRequest& r) const {
     case Shape::Direct:
       return !r.warm && !r.rewrites;
     case Shape::Multiget:
-      // A lone fragment's units are the reply in key order (multigetValueSink).
-      return r.fragment_count == 1 && !r.warm && !r.rewrites;
+      // A lone fragment's units are the reply in key order (multigetValueSink); several
+      // fragments' units are written in key order as their turn comes (advanceStream).
+      return !r.warm && !r.rewrites;
     case Shape::Broadcast:
     case Shape::Stats:
       return false;
@@ -351,6 +352,12 @@ bool ClientSession::tryStream(PendingRequest& r) {
   }
   if (closed_ || fifo_.empty() || fifo_.front() != &r || r.complete || !streamable(r)) {
     return false;
+  }
+  if (multigetInKeyOrder(r)) {
+    // Several fragments: the units held so far wait in them for their keys' turn.
+    r.streaming = true;
+    advanceStream(r);
+    return true;
   }
   releaseHeld(r);
   if (!r.reply.empty()) {
@@ -377,10 +384,34 @@ void ClientSession::streamReply(net::Buffer& from, uint64_t n) {
   syncOutput();
 }
 
+// A client that holds almost nothing is never refused for what other clients hold: when the
+// pool's budget is full, its bytes go to the pool's reserve, which only such clients use.
+int ClientSession::holdFrom(uint64_t n) const {
+  const uint64_t mine = held_ + outputSize() + n;
+  if (mine > clientLimit()) {
+    return 0;
+  }
+  if (pool_->replies_budget.fits(n)) {
+    return 1;
+  }
+  return mine <= kSmallClient && pool_->replies_reserve.fits(n) ? 2 : 0;
+}
+
+bool ClientSession::canHold(const PendingRequest& r, uint64_t n) const {
+  (void)r;
+  return holdFrom(n) != 0;
+}
+
 bool ClientSession::holdReply(PendingRequest& r, uint64_t n) {
-  if (held_ + outputSize() + n > clientLimit() || !pool_->replies_budget.tryCharge(n)) {
-    stats::bump(worker_.counters().client_oom_replies);
+  const int from = holdFrom(n);
+  if (from == 0) {
     return false;
+  }
+  if (from == 1) {
+    pool_->replies_budget.charge(n);
+  } else {
+    pool_->replies_reserve.charge(n);
+    r.held_reserve += n;
   }
   held_ += n;
   r.held += n;
@@ -389,12 +420,43 @@ bool ClientSession::holdReply(PendingRequest& r, uint64_t n) {
 }
 
 void ClientSession::releaseHeld(PendingRequest& r) {
-  if (r.held == 0) {
+  releasePart(r, r.held);
+}
+
+void ClientSession::releasePart(PendingRequest& r, uint64_t n) {
+  n = std::min(n, r.held);
+  if (n == 0) {
     return;
   }
-  held_ -= std::min(held_, r.held);
-  pool_->replies_budget.release(r.held);
-  r.held = 0;
+  const uint64_t reserve = std::min(n, r.held_reserve);
+  pool_->replies_reserve.release(reserve);
+  pool_->replies_budget.release(n - reserve);
+  r.held_reserve -= reserve;
+  r.held -= n;
+  held_ -= std::min(held_, n);
+}
+
+// The units of a multi-get over several fragments reach the socket in key order: key i's as
+// soon as every earlier key's unit is written or known to have missed.
+void ClientSession::advanceStream(PendingRequest& r) {
+  // A failed one writes nothing more: its reply ends with the failure (assembleMultiget).
+  if (closed_ || !r.streaming || r.refused || r.failed || !multigetInKeyOrder(r)) {
+    return;
+  }
+  net::Buffer& out = tcp_->output();
+  const size_t before = out.size();
+  while (r.stream_key < r.key_count && multigetKeyAnswered(r, r.stream_key)) {
+    const uint64_t n = r.key_hit_length[r.stream_key];
+    if (n > 0) {
+      releasePart(r, n);
+      r.fragments[r.key_fragment[r.stream_key]].values.moveTo(out, n);
+    }
+    ++r.stream_key;
+  }
+  if (out.size() != before) {
+    stats::bump(worker_.counters().bytes_written, out.size() - before);
+    syncOutput();
+  }
 }
 
 uint64_t ClientSession::outputSize() const {

@@ -6,8 +6,10 @@
 // to the socket as its units arrive. Memory budget: reply bytes held for the client and unsent
 // output count against client_buffer_limit and the pool's buffer_limit; at half of the client's
 // limit, or with too many requests outstanding, the client is no longer read; a reply that would
-// pass a limit is refused (memcached's out-of-memory error); a request larger than 32 KiB being
-// received needs a reservation from the pool, or waits unread. Worker-thread only.
+// pass a limit is refused (memcached's out-of-memory error), unless it is the head's multi-get
+// over several servers (then written in key order as its turns come: advanceStream) or the
+// client holds almost nothing (then charged to the pool's reserve); a request larger than 32 KiB
+// being received needs a reservation from the pool, or waits unread. Worker-thread only.
 #pragma once
 
 #include <atomic>
@@ -64,8 +66,14 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   bool tryStream(PendingRequest& r) override;
   // Moves n bytes from `from` to the socket's output (r streaming).
   void streamReply(net::Buffer& from, uint64_t n) override;
-  // Charges n more reply bytes held for `r`; false if that would pass a limit.
+  // Charges n more reply bytes held for `r`; false if that would pass a limit: the client's
+  // own, or the pool's, unless the client holds almost nothing (kSmallClient) and the pool's
+  // reserve has room.
   bool holdReply(PendingRequest& r, uint64_t n) override;
+  bool canHold(const PendingRequest& r, uint64_t n) const override;
+  void advanceStream(PendingRequest& r) override;
+  // A client whose held replies and unsent output stay within this may use the pool's reserve.
+  static constexpr uint64_t kSmallClient = 64 * 1024;
   // Gives back what `r` held (it left the FIFO, or its bytes were dropped).
   void releaseHeld(PendingRequest& r) override;
   // Unsent output at the client's limit: a reply streaming to it must wait.
@@ -117,7 +125,10 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   void syncOutput();
   uint64_t clientLimit() const { return pool_->config().client_buffer_limit; }
   bool streamable(const PendingRequest& r) const;
-
+  // Where holding n more bytes would be charged: 1 the pool's budget, 2 its reserve, 0 nowhere.
+  int holdFrom(uint64_t n) const;
+  // Gives back n of the bytes `r` holds (a held unit written by advanceStream).
+  void releasePart(PendingRequest& r, uint64_t n);
   void rejectRequest(const protocol::Request& req);
   // client_auth_file: answers `frame` as memcached does before authentication (client_auth.h).
   void authenticate(const protocol::RequestFrame& frame);

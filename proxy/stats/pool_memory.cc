@@ -22,6 +22,7 @@ std::map<std::string, PoolMemoryTotals> sumPoolMemory(
     for (const auto& m : list->snapshot()) {
       PoolMemoryTotals& t = out[m->pool];
       t.used += m->replies_used.load(std::memory_order_relaxed) +
+                m->reserve_used.load(std::memory_order_relaxed) +
                 m->inputs_used.load(std::memory_order_relaxed);
       t.limit += m->limit.load(std::memory_order_relaxed);
     }

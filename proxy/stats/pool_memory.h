@@ -20,6 +20,7 @@ struct PoolMemory {
   explicit PoolMemory(std::string pool_name) : pool(std::move(pool_name)) {}
   const std::string pool;
   std::atomic<uint64_t> replies_used{0};  // held and unsent reply bytes
+  std::atomic<uint64_t> reserve_used{0};  // held reply bytes of small clients past replies_used's
   std::atomic<uint64_t> inputs_used{0};   // large requests being received
   std::atomic<uint64_t> limit{0};         // this worker's share of both budgets
 };

@@ -1,11 +1,14 @@
 // Back-pressure and the memory budget: a client that does not read is no longer read; a reply
 // that would pass client_buffer_limit or the pool's buffer_limit while queued is refused with
-// memcached's out-of-memory error; the FIFO head's reply streams whatever its size.
+// memcached's out-of-memory error; the FIFO head's reply streams whatever its size (a multi-get
+// over several servers in key order, its later servers waiting for their turn); a client that
+// holds almost nothing draws on the pool's reserve.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
+#include "proxy/common/clock.h"
 #include "tests/unit/dataplane/harness.h"
 
 using dataplane::DataPlane;
@@ -119,7 +122,7 @@ TEST_CASE("client_buffer_limit: a queued reply over the limit is refused, the he
   CHECK(dp.counters().client_oom_replies.load() == 1);
 }
 
-TEST_CASE("client_buffer_limit: a multi-get assembling past the limit is refused whole") {
+TEST_CASE("client_buffer_limit: a multi-get over two servers past the limit streams in key order") {
   FakeBackend b0, b1;
   DataPlane dp({&b0, &b1}, "  client_buffer_limit: 64k\n");
   auto client = dp.connect();
@@ -127,13 +130,122 @@ TEST_CASE("client_buffer_limit: a multi-get assembling past the limit is refused
   REQUIRE(client.send("get " + A + " " + B1 + " " + B2 + "\r\n"));
   REQUIRE(b0.expect("get " + A + "\r\n") == "get " + A + "\r\n");
   REQUIRE(b1.expect("get " + B1 + " " + B2 + "\r\n") == "get " + B1 + " " + B2 + "\r\n");
-  // Two fragments: nothing streams; 40k + 40k from b1 pass 64k.
+  // b1 answers first: B1 (40k) is held; B2 would pass 64k, and its turn has not come (A is
+  // first): b1's connection waits instead of the reply being refused.
+  const std::string v1(40 * 1024, 'x'), v2(40 * 1024, 'y');
+  REQUIRE(b1.send(valueUnit(B1, v1) + valueUnit(B2, v2) + "END\r\n"));
+  CHECK(client.silentFor(50));
+  REQUIRE(b0.send(valueUnit(A, "small") + "END\r\n"));
+  const std::string want =
+      valueUnit(A, "small") + valueUnit(B1, v1) + valueUnit(B2, v2) + "END\r\n";
+  CHECK(client.read(want.size()) == want);
+  CHECK(client.silentFor(5));
+  CHECK(dp.counters().client_oom_replies.load() == 0);
+  CHECK(dp.counters().get_hits.load() == 3);
+  // The session goes on.
+  REQUIRE(client.send("get " + A + "\r\n"));
+  REQUIRE(b0.expect("get " + A + "\r\n") == "get " + A + "\r\n");
+  REQUIRE(b0.send("END\r\n"));
+  CHECK(client.read(5) == "END\r\n");
+}
+
+TEST_CASE("a multi-get waiting for its turn gives way after 1 s to another client behind it") {
+  FakeBackend b0, b1;
+  // A long request timeout: b0's silence must not fail A's fragment first.
+  DataPlane dp({&b0, &b1}, "  client_buffer_limit: 64k\n  timeout: 10000\n");
+  auto x = dp.connect();
+  auto y = dp.connect();
+  const std::string A = dp.keyOn(0, "w"), B1 = dp.keyOn(1, "w", 0), B2 = dp.keyOn(1, "w", 1);
+  const std::string C = dp.keyOn(1, "c");
+  REQUIRE(x.send("get " + A + " " + B1 + " " + B2 + "\r\n"));
+  REQUIRE(b0.expect("get " + A + "\r\n") == "get " + A + "\r\n");
+  REQUIRE(b1.expect("get " + B1 + " " + B2 + "\r\n") == "get " + B1 + " " + B2 + "\r\n");
+  REQUIRE(y.send("get " + C + "\r\n"));
+  REQUIRE(b1.expect("get " + C + "\r\n") == "get " + C + "\r\n");
+  // B2 cannot be held and its turn does not come (b0 does not answer A): b1's connection waits,
+  // and Y's reply with it, until the wait is given up: X's multi-get is refused memory.
+  const std::string v(40 * 1024, 'x');
+  REQUIRE(b1.send(valueUnit(B1, v) + valueUnit(B2, v) + "END\r\n" + valueUnit(C, "c") +
+                  "END\r\n"));
+  CHECK(y.silentFor(30));
+  CHECK(dp.counters().client_oom_replies.load() == 0);
+  // 1 s passes on mcring's clock (in steps, whenever the wait began).
+  bool answered = false;
+  for (int i = 0; i < 12 && !answered; ++i) {
+    mcring::common::advanceClockForTest(250'000'000ULL);
+    answered = !y.silentFor(5);
+  }
+  const std::string want_y = valueUnit(C, "c") + "END\r\n";
+  CHECK(y.read(want_y.size()) == want_y);
+  CHECK(dp.counters().client_oom_replies.load() == 1);
+  REQUIRE(b0.send(valueUnit(A, "a") + "END\r\n"));
+  CHECK(x.read(kOom.size()) == kOom);
+  CHECK(x.silentFor(5));
+  CHECK(b1.accepted() == 1);  // the backend connection waited, never reset
+}
+
+TEST_CASE("client_buffer_limit: a queued multi-get over two servers past the limit is refused") {
+  FakeBackend b0, b1;
+  DataPlane dp({&b0, &b1}, "  client_buffer_limit: 64k\n");
+  auto client = dp.connect();
+  const std::string X = dp.keyOn(0, "x");
+  const std::string A = dp.keyOn(0, "g"), B1 = dp.keyOn(1, "g", 0), B2 = dp.keyOn(1, "g", 1);
+  REQUIRE(client.send("get " + X + "\r\n"));
+  REQUIRE(b0.expect("get " + X + "\r\n") == "get " + X + "\r\n");
+  REQUIRE(client.send("get " + A + " " + B1 + " " + B2 + "\r\n"));
+  REQUIRE(b0.expect("get " + A + "\r\n") == "get " + A + "\r\n");
+  REQUIRE(b1.expect("get " + B1 + " " + B2 + "\r\n") == "get " + B1 + " " + B2 + "\r\n");
+  // Behind X's reply nothing streams: 40k + 40k from b1 pass 64k, refused whole.
   const std::string v(40 * 1024, 'x');
   REQUIRE(b1.send(valueUnit(B1, v) + valueUnit(B2, v) + "END\r\n"));
-  REQUIRE(b0.send(valueUnit(A, "small") + "END\r\n"));
-  CHECK(client.read(kOom.size()) == kOom);
+  REQUIRE(DataPlane::waitFor([&] { return dp.counters().client_oom_replies.load() == 1; }));
+  REQUIRE(b0.send("END\r\n" + valueUnit(A, "small") + "END\r\n"));
+  const std::string want = "END\r\n" + std::string(kOom);
+  CHECK(client.read(want.size()) == want);
   CHECK(client.silentFor(5));
   CHECK(dp.counters().client_oom_replies.load() == 1);
+}
+
+TEST_CASE("a multi-get that fits is assembled whole: a failed fragment answers only the error") {
+  FakeBackend b0, b1;
+  DataPlane dp({&b0, &b1});
+  auto client = dp.connect();
+  const std::string A = dp.keyOn(0, "f"), B = dp.keyOn(1, "f");
+  REQUIRE(client.send("get " + A + " " + B + "\r\n"));
+  REQUIRE(b0.expect("get " + A + "\r\n") == "get " + A + "\r\n");
+  REQUIRE(b1.expect("get " + B + "\r\n") == "get " + B + "\r\n");
+  REQUIRE(b0.send(valueUnit(A, std::string(1000, 'a')) + "END\r\n"));
+  REQUIRE(b1.send("SERVER_ERROR busy\r\n"));
+  CHECK(client.read(19) == "SERVER_ERROR busy\r\n");
+  CHECK(client.silentFor(5));
+}
+
+TEST_CASE("buffer_limit: a client holding almost nothing is not refused for others' output") {
+  FakeBackend b0, b1, b2;
+  // One worker: 1m in all, an eighth of it kept for clients holding under 64 KiB.
+  DataPlane dp({&b0, &b1, &b2}, "  buffer_limit: 1m\n");
+  const std::string s = dp.keyOn(0, "s"), d1 = dp.keyOn(1, "d"), d2 = dp.keyOn(2, "d");
+  // A client that asked for 1.2 MB and reads (almost) nothing: its unsent output fills the pool.
+  auto hog = dp.connect(/*sndbuf=*/4096);
+  REQUIRE(hog.send("get " + s + "\r\n"));
+  REQUIRE(b0.expect("get " + s + "\r\n") == "get " + s + "\r\n");
+  REQUIRE(b0.send(valueUnit(s, std::string(1200 * 1000, 's'))));  // no END yet
+  REQUIRE(hog.read(1).size() == 1);
+  // Another client's small reply waits behind its first: held while the pool is over budget.
+  auto small = dp.connect();
+  REQUIRE(small.send("get " + d1 + "\r\nget " + d2 + "\r\n"));
+  REQUIRE(b1.expect("get " + d1 + "\r\n") == "get " + d1 + "\r\n");
+  REQUIRE(b2.expect("get " + d2 + "\r\n") == "get " + d2 + "\r\n");
+  const std::string v(1000, 'v');
+  const uint64_t hits = dp.counters().get_hits.load();
+  REQUIRE(b2.send(valueUnit(d2, v) + "END\r\n"));
+  REQUIRE(DataPlane::waitFor([&] {
+    return dp.counters().get_hits.load() == hits + 1 || dp.counters().client_oom_replies.load() > 0;
+  }));
+  REQUIRE(b1.send(valueUnit(d1, "x") + "END\r\n"));
+  const std::string want = valueUnit(d1, "x") + "END\r\n" + valueUnit(d2, v) + "END\r\n";
+  CHECK(small.read(want.size()) == want);
+  CHECK(dp.counters().client_oom_replies.load() == 0);
 }
 
 TEST_CASE("buffer_limit: the pool's budget refuses a queued reply that fits its client's limit") {
