@@ -421,12 +421,16 @@ const std::array kPoolKeys = {
     PoolKey{
         .name = "client_buffer_limit", .type = "size", .origin = KeyOrigin::Mcring,
         .meaning = "Memory budget of one client connection: reply bytes mcring holds for it "
-                   "(unsent in its socket's output, or waiting behind an earlier reply). At half "
-                   "of it the client is no longer read; a reply "
-                   "that would pass it is answered `SERVER_ERROR out of memory writing get "
-                   "response` (memcached's error) if it is not yet being written, and a reply "
-                   "being written stops reading its backend until the client reads (a client "
-                   "that reads nothing for 1 s is then closed). From 64k to 1g.",
+                   "(unsent in its socket's output, or waiting behind an earlier reply, or a "
+                   "multi-get's keys from several servers being put in key order). At half of it "
+                   "the client is no longer read; a reply that would pass it is answered "
+                   "`SERVER_ERROR out of memory writing get response` (memcached's error, counted "
+                   "in `client_oom_replies` and logged) if it is waiting behind an earlier reply, "
+                   "and a reply being written stops reading its backend until the client reads (a "
+                   "client that reads nothing for 1 s is then closed). A multi-get over several "
+                   "servers that does not fit is written in key order instead of being refused "
+                   "(the servers whose keys come later are not read until their turn), so a "
+                   "single `get` larger than this limit arrives whole. From 64k to 1g.",
         .apply = [](ValueReader& v, PoolConfig& p) {
           auto text = v.scalar("a size such as 16m");
           if (!text) {
@@ -443,12 +447,14 @@ const std::array kPoolKeys = {
     },
     PoolKey{
         .name = "buffer_limit", .type = "size", .origin = KeyOrigin::Mcring,
-        .meaning = "Memory budget of all the pool's clients together, split evenly between "
-                   "worker threads: held and unsent reply bytes count against it. A reply that "
-                   "would pass it is refused as with client_buffer_limit, and while it is passed "
-                   "a reply being written waits once its client has 256 KiB unsent. Requests "
-                   "larger than 32 KiB being received may use a quarter of it more (beyond that "
-                   "such a client waits, unread, until memory is free). From 1m to 64g.",
+        .meaning = "Memory budget of all the pool's clients together, split evenly between worker "
+                   "threads: held and unsent reply bytes count against it. An eighth of it is "
+                   "kept for clients holding less than 64 KiB, so other clients' large or slowly "
+                   "read replies never make a small reply fail. A reply that would pass it is "
+                   "refused as with client_buffer_limit, and while it is passed a reply being "
+                   "written waits once its client has 256 KiB unsent. Requests larger than 32 KiB "
+                   "being received may use a quarter of it more (beyond that such a client waits, "
+                   "unread, until memory is free). From 1m to 64g.",
         .apply = [](ValueReader& v, PoolConfig& p) {
           auto text = v.scalar("a size such as 64m");
           if (!text) {
