@@ -210,7 +210,8 @@ struct PendingRequest {
   PoolRuntime* spread_pool = nullptr;    // fills: the pool (a worker's pools outlive requests)
   std::vector<uint64_t> spread_replies;  // Write: each copy's reply ([0]: the primary)
   bool spread_primary_ok = false;        // Write: the primary answered, and not an error
-  std::vector<SpreadRead> spread_reads;  // get: the keys served by a copy
+  // get: the keys served by a copy; gat/gats: the spread keys whose TTL it changes (copy 0)
+  std::vector<SpreadRead> spread_reads;
 
   // Replication: a write sent to every replica of its key (backend/replica_write.h). Never
   // streamed (rewrites): the client's reply is composed from the replicas' (replica_units).

@@ -32,6 +32,11 @@ void missedAtCopy(SpreadEntry& entry, uint32_t copy, stats::WorkerCounters& c) {
 }
 
 void settleSpreadWrite(PendingRequest& r, stats::WorkerCounters& c) {
+  for (const SpreadRead& s : r.spread_reads) {
+    if (s.copy == 0) {
+      s.entry->writes_done.fetch_add(1);  // a gat/gats at the primary: its TTL change is done
+    }
+  }
   if (!r.spread) {
     return;
   }

@@ -22,7 +22,8 @@ void missedAtCopy(SpreadEntry& entry, uint32_t copy, stats::WorkerCounters& c);
 
 // Every part of `r` answered. A spread write: a copy whose reply differs from the primary's
 // (or that failed, or any copy when the primary failed) is no longer filled; then the write
-// counts as done (a fill may start again). A cas or meta write to the primary only: done.
+// counts as done (a fill may start again). A cas or meta write to the primary only: done. A
+// gat/gats of spread keys (their spread reads of copy 0, the primary): each such key's done.
 void settleSpreadWrite(PendingRequest& r, stats::WorkerCounters& c);
 
 // Whether this worker may ack `next` quiet (SpreadSet::ack): no request that may change an item

@@ -82,7 +82,8 @@ namespace {
 
 // One line, with g_mutex held. The message is formatted first so that a control byte an
 // argument brought (a client's key, a peer's text) is written escaped: a line never holds an LF
-// or CR of its own, so it cannot forge another.
+// or CR of its own, so it cannot forge another. Bytes of 0x80 and above are escaped too (an
+// 8-bit terminal reads 0x9b as CSI): a log line is printable ASCII and tabs.
 void writeLineLocked(LogLevel level, const char* fmt, va_list ap) {
   char small[512];
   va_list copy;
@@ -109,7 +110,7 @@ void writeLineLocked(LogLevel level, const char* fmt, va_list ap) {
   static const char kHex[] = "0123456789abcdef";
   for (const char ch : message) {
     const auto c = static_cast<unsigned char>(ch);
-    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+    if ((c < 0x20 && c != '\t') || c >= 0x7f) {
       const char escaped[] = {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
       std::fwrite(escaped, 1, sizeof(escaped), out);
     } else {

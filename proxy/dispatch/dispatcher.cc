@@ -113,6 +113,25 @@ void Dispatcher::dispatch(RequestSource& src, PoolRuntime& pool, const protocol:
   }
 }
 
+// An mg's T flag (its new TTL), or empty: the token after the key that starts with 'T'.
+static std::string_view metaTouchTtl(std::string_view flags) {
+  size_t i = 0;
+  while (i < flags.size()) {
+    while (i < flags.size() && (flags[i] == ' ' || flags[i] == '\r' || flags[i] == '\n')) {
+      ++i;
+    }
+    size_t end = i;
+    while (end < flags.size() && flags[end] != ' ' && flags[end] != '\r' && flags[end] != '\n') {
+      ++end;
+    }
+    if (end > i + 1 && flags[i] == 'T') {
+      return flags.substr(i + 1, end - i - 1);
+    }
+    i = end;
+  }
+  return {};
+}
+
 void Dispatcher::dispatchKeyed(std::string_view line) {
   auto& counters = worker_.counters();
   stats::bump(counters.*kWorkerCounterOf[effectIndex(req_->command)]);
@@ -153,6 +172,16 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
   BackendServer* server = pool_->by_index[index];
   countForBackend(*server, key);
   prepareUnavailableAnswer(*r, *pool_, *req_, line);
+  if (replicated_read) {
+    std::string_view args = req_->args.in(line);
+    size_t key_end = req_->keys[0].offset + req_->keys[0].length - req_->args.offset;
+    const std::string_view ttl = metaTouchTtl(args.substr(std::min(key_end, args.size())));
+    if (!ttl.empty()) {
+      touchOtherReplicas(key, index,
+                         "mg " + std::string(req_->keys[0].in(line)) +
+                             (req_->key_base64 ? " b T" : " T") + std::string(ttl) + "\r\n");
+    }
+  }
   BackendConnection* conn = server->connectionFor(src_->id());
   if (conn == nullptr) {
     if (replicated_read) {
@@ -629,10 +658,12 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
   }
   routes_.resize(n);
   bool single = true;
-  // Plain get/gat keys that are spread go to one of their filled copies (gets/gats return the
-  // primary's CAS unique: to the primary).
-  const bool spreadable = pool_->spread && !pool_->spread->entries.empty() &&
-                          (req_->command == Command::Get || req_->command == Command::Gat);
+  // Plain get keys that are spread go to one of their filled copies (gets returns the primary's
+  // CAS unique: to the primary). gat/gats change the item's TTL: to the primary, and the copies
+  // are unfilled, as for an mg with T (spreadUse).
+  const bool spread = pool_->spread && !pool_->spread->entries.empty();
+  const bool spreadable = spread && req_->command == Command::Get;
+  const bool touches = spread && (req_->command == Command::Gat || req_->command == Command::Gats);
   spread_reads_.clear();
   // Replication: each key to its first readable replica, always split per key (failover.h).
   const bool replicated = pool_->config().routing.replicas > 1;
@@ -647,6 +678,15 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
           spread_reads_.push_back({static_cast<uint32_t>(i), copy, *e});
         }
       }
+    } else if (touches) {
+      if (const std::shared_ptr<SpreadEntry>* e = pool_->spreadEntry(key)) {
+        // No copy is read again until a fill, which waits until this gat is done
+        // (settleSpreadWrite: a spread read of copy 0 is the primary's TTL change).
+        (*e)->writes_started.fetch_add(1);
+        (*e)->filled.store(1);
+        stats::bump(counters.spread_invalidations);
+        spread_reads_.push_back({static_cast<uint32_t>(i), 0, *e});
+      }
     }
     single = single && routes_[i] == routes_[0];
   }
@@ -658,7 +698,12 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
     }
   }
   if (replicated && (req_->command == Command::Gat || req_->command == Command::Gats)) {
-    touchOtherReplicas(line);
+    const std::string_view exptime = req_->exptime.in(line);
+    for (size_t i = 0; i < n; ++i) {
+      const std::string_view key = req_->keys[i].in(line);
+      touchOtherReplicas(key, routes_[i],
+                         "touch " + std::string(key) + " " + std::string(exptime) + "\r\n");
+    }
   }
   if (!single || warm || coalescing() || splitsLines(line.size()) || !spread_reads_.empty() ||
       replicated) {
@@ -686,41 +731,35 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
   conn->expect(r, 0, Delivery::Direct, Expect::Retrieval, req_->line_length);
 }
 
-// gat/gats set the TTL of what they read, and a replicated read goes to one replica (routes_):
-// the key's other replicas get the same TTL by a detached `touch` (a write, whose reply is
-// nobody's), so that a failover after the TTL does not read the key a client told to expire.
-// A replica that cannot be reached missed it, as it would a write (return_flush).
-void Dispatcher::touchOtherReplicas(std::string_view line) {
-  const std::string_view exptime = req_->exptime.in(line);
+// gat/gats, and an mg with T (binary TOUCH and GAT become one), set the TTL of what they read,
+// and a replicated read goes to one replica (`read_at`): the key's other replicas get the same
+// TTL by a detached `line` (a `touch`, or an `mg <key> T<ttl>`: a write, whose reply is nobody's),
+// so that a failover after the TTL does not read the key a client told to expire, nor lose a TTL
+// a client extended. A replica that cannot be reached missed it, as it would a write
+// (return_flush).
+void Dispatcher::touchOtherReplicas(std::string_view key, uint32_t read_at,
+                                    const std::string& line) {
   std::array<uint32_t, routing::kMaxReplicas> set{};
-  for (size_t i = 0; i < req_->keys.size(); ++i) {
-    const std::string_view key = req_->keys[i].in(line);
-    const uint32_t n = pool_->topology->router->replicaSet(key, set);
-    for (uint32_t j = 0; j < n; ++j) {
-      if (set[j] == routes_[i]) {
-        continue;
-      }
-      BackendServer* server = pool_->by_index[set[j]];
-      stats::bump(server->stats().other_commands);
-      BackendConnection* conn = server->connectionFor(src_->id());
-      if (conn == nullptr) {
-        server->missedWrite();
-        continue;
-      }
-      PendingRequest* t = worker_.requests().acquire();
-      t->refs = 1;
-      t->fragments_left = 1;
-      t->noreply = true;
-      t->command = Command::Touch;
-      net::Buffer& out = conn->output();
-      out.append("touch ");
-      out.append(key);
-      out.append(" ");
-      out.append(exptime);
-      out.append("\r\n");
-      conn->expect(t, 0, Delivery::Direct, Expect::OneUnit, key.size() + exptime.size() + 9);
-      worker_.requests().release(t);  // the backend's reference keeps it until the reply
+  const uint32_t n = pool_->topology->router->replicaSet(key, set);
+  for (uint32_t j = 0; j < n; ++j) {
+    if (set[j] == read_at) {
+      continue;
     }
+    BackendServer* server = pool_->by_index[set[j]];
+    stats::bump(server->stats().other_commands);
+    BackendConnection* conn = server->connectionFor(src_->id());
+    if (conn == nullptr) {
+      server->missedWrite();
+      continue;
+    }
+    PendingRequest* t = worker_.requests().acquire();
+    t->refs = 1;
+    t->fragments_left = 1;
+    t->noreply = true;
+    t->command = Command::Touch;
+    conn->output().append(line);
+    conn->expect(t, 0, Delivery::Direct, Expect::OneUnit, line.size());
+    worker_.requests().release(t);  // the backend's reference keeps it until the reply
   }
 }
 

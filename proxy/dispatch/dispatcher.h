@@ -48,7 +48,7 @@ class Dispatcher {
   void dispatchKeyed(std::string_view line);
   void dispatchRetrieval(std::string_view line);
   void dispatchMultiget(std::string_view line, bool warm);
-  void touchOtherReplicas(std::string_view line);
+  void touchOtherReplicas(std::string_view key, uint32_t read_at, const std::string& line);
   const std::string& lineAsSent(std::string_view line, const protocol::Span& noreply);
   // The current get/gets goes out with its keys in lines shared with other requests
   // (coalesce_gets; gat/gats carry an exptime and keep lines of their own).

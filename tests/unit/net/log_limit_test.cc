@@ -72,3 +72,25 @@ TEST_CASE("a flood of one class is cut to a few lines a second and the rest coun
   unlink(path.c_str());
   rmdir(dir);
 }
+
+TEST_CASE("a log line is printable ASCII: control bytes and bytes of 0x80 and above are escaped") {
+  char dir[] = "/tmp/mcring-unit-log.XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  const std::string path = std::string(dir) + "/log";
+  mcring::common::logInit(3, path);
+  const std::string peer =
+      "ok\n[forged] line\r\x9b"
+      "2J\xff\x80 end";
+  MCRING_LOG(Warn, "peer said %s", peer.c_str());
+  auto lines = readLines(path);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("peer said ok\\x0a[forged] line\\x0d\\x9b2J\\xff\\x80 end") !=
+        std::string::npos);
+  for (const char ch : lines[0]) {
+    const auto c = static_cast<unsigned char>(ch);
+    CHECK((c == '\t' || (c >= 0x20 && c < 0x7f)));
+  }
+  mcring::common::logInit(0, "");
+  unlink(path.c_str());
+  rmdir(dir);
+}
