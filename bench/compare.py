@@ -30,8 +30,12 @@ import time
 import launch
 
 MCRING_BENCH_WORKLOADS = ("mix", "1", "2", "3", "4", "5", "6")
+# memtier_benchmark (Redis Ltd.'s generator, built in ../shared/bin): the mix at pipeline 1,
+# with 10-key multi-gets, and at pipeline 16 (issue 32's three), over keys it pre-fills itself.
+MEMTIER_WORKLOADS = ("mt-mix", "mt-mget", "mt-p16")
 WORKLOADS = MCRING_BENCH_WORKLOADS + ("cs-mix", "cs-gets", "bin-mix", "bin-gets", "ms-mix",
-                                     "ms-mget", "ms-gets")
+                                     "ms-mget", "ms-gets") + MEMTIER_WORKLOADS
+MEMTIER_FALLBACK = os.path.join(launch.ROOT, "..", "shared", "bin", "memtier_benchmark")
 KEYS = 100000
 BIG_KEYS = 20000
 IDLE_CONNS = 2000
@@ -134,12 +138,16 @@ def tools(a):
     def find():
         return {"nutcracker": launch.find_tool("nutcracker", "/usr/sbin/nutcracker"),
                 "memcaslap": launch.find_tool("memcaslap"), "memcslap": launch.find_tool("memcslap"),
-                "memcached": launch.find_tool("memcached", "/usr/bin/memcached")}
+                "memcached": launch.find_tool("memcached", "/usr/bin/memcached"),
+                "memtier": launch.find_tool("memtier_benchmark", MEMTIER_FALLBACK)}
     # memcslap and memcaslap only when a workload uses them.
     needed = {"nutcracker", "memcached"}
     needed |= {"memcslap"} if any(w.startswith(("cs-", "bin-")) for w in a.workloads) else set()
     needed |= {"memcaslap"} if any(w.startswith("ms-") for w in a.workloads) else set()
     t = find()
+    if any(w in MEMTIER_WORKLOADS for w in a.workloads) and not t["memtier"]:
+        sys.exit("compare.py: the mt-* workloads need memtier_benchmark (on $PATH or at %s); "
+                 "it is not in Debian 12" % os.path.normpath(MEMTIER_FALLBACK))
     if not all(t[n] for n in needed):
         subprocess.run([os.path.join(launch.ROOT, "packaging", "deps.sh"), "bench"], check=True)
         t = find()
@@ -281,6 +289,17 @@ class Comparison:
                                         workload_args(self.a, s), 300, stdout=subprocess.DEVNULL)
                 if rc != 0:
                     sys.exit("compare.py: warming 127.0.0.1:%d failed (%s)" % (port, rc))
+        if any(x in MEMTIER_WORKLOADS for x in w):
+            launch.say("pre-filling memtier_benchmark's keys via mcring%s" %
+                       (" and direct" if "direct" in self.targets else ""))
+            for port in ports:
+                rc = launch.run_bounded(
+                    [self.t["memtier"], "-s", launch.HOST, "-p", str(port), "-P", "memcache_text",
+                     "--ratio=1:0", "-n", "allkeys", "--key-pattern=P:P",
+                     "--key-maximum=%d" % KEYS, "-c", "1", "-t", "1", "--data-size-range=32-100",
+                     "--hide-histogram"], 300, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                if rc != 0:
+                    sys.exit("compare.py: memtier pre-fill of 127.0.0.1:%d failed (%s)" % (port, rc))
 
     # --- runs ------------------------------------------------------------------------------------
     def generator(self, w, server, out):
@@ -313,6 +332,16 @@ class Comparison:
                                   "set_weight %d\n" % ((time.monotonic() - start) * 1e9, conns,
                                                         a.cs_number, CS_SET_CONNS, a.cs_set_number,
                                                         a.set_w))
+            elif w in MEMTIER_WORKLOADS:
+                argv = [t["memtier"], "-s", launch.HOST, "-p", str(server.port), "-P",
+                        "memcache_text", "--ratio=%d:%d" % (a.set_w, a.get_w), "--key-pattern=R:R",
+                        "--key-maximum=%d" % KEYS, "-c", "50", "-t", "1",
+                        "--data-size-range=32-100", "--test-time=%d" % a.duration,
+                        "--hide-histogram", "--json-out-file=" + out]
+                argv += {"mt-mix": [], "mt-mget": ["--multi-key-get=10"],
+                         "mt-p16": ["--pipeline=16"]}[w]
+                launch.run_bounded(pre + argv, a.duration + 30, stdout=output(out + ".log"),
+                                   stderr=output(out + ".err"))
             elif w.startswith("ms-"):
                 cfg = os.path.join(self.work, "memcaslap-gets.cfg" if w == "ms-gets" else "memcaslap.cfg")
                 argv = [t["memcaslap"], "-s", addr, "-F", cfg, "-T", "1", "-c", str(MS_CONNS),
@@ -384,7 +413,10 @@ def names_of(ratio):
             "bin-gets": "bin-gets: cs-gets in the binary protocol (memcslap --binary)",
             "ms-mix": f"ms-mix: 50 conns, set:get {ratio} (memcaslap)",
             "ms-mget": f"ms-mget: 50 conns, {ratio}, 10-key gets (memcaslap)",
-            "ms-gets": "ms-gets: 50 conns, gets (memcaslap)"}
+            "ms-gets": "ms-gets: 50 conns, gets (memcaslap)",
+            "mt-mix": f"mt-mix: 50 conns, set:get {ratio}, pipeline 1 (memtier)",
+            "mt-mget": f"mt-mget: 50 conns, {ratio}, 10-key gets (memtier)",
+            "mt-p16": f"mt-p16: 50 conns, {ratio}, pipeline 16 (memtier)"}
 
 
 def log2_percentile(dist, q):
@@ -472,6 +504,22 @@ def parse_memcslap(path, workload):
             "errors": {"total": errors}, "latency_us": {}, "gets": asked, "sets": sets_done}
 
 
+def parse_memtier(path):
+    """A mt-* run: memtier_benchmark's JSON totals (latencies in ms there, µs here). A 10-key
+    get is one op, as memtier counts it."""
+    t = json.load(open(path))["ALL STATS"]
+    tot, gets = t["Totals"], t["Gets"]
+    pct = tot.get("Percentile Latencies", {})
+    hits, misses = gets.get("Hits/sec", 0), gets.get("Misses/sec", 0)
+    us = lambda ms: ms * 1000 if ms else None  # noqa: E731
+    return {"replies": tot["Count"], "ops_per_sec": tot["Ops/sec"],
+            "hit_ratio": hits / (hits + misses) if hits + misses else None,
+            "errors": {"total": tot.get("Connection Errors", 0) + err_count(path + ".err")},
+            "latency_us": {"p50": us(pct.get("p50.00")), "p99": us(pct.get("p99.00")),
+                           "p999": us(pct.get("p99.90")), "avg": us(tot.get("Average Latency"))},
+            "gets": gets["Count"], "sets": t["Sets"]["Count"]}
+
+
 def med(xs):
     xs = [x for x in xs if x is not None]
     return statistics.median(xs) if xs else None
@@ -498,6 +546,8 @@ def summarize(rows, idle_mib, duration):
                 j = parse_memcslap(r["out"], w)
             elif w.startswith("ms-"):
                 j = parse_memcaslap(r["out"])
+            elif w in MEMTIER_WORKLOADS:
+                j = parse_memtier(r["out"])
             else:
                 j = json.load(open(r["out"]))
         except Exception:
@@ -530,8 +580,8 @@ def summarize(rows, idle_mib, duration):
 
 def report(summary, ratio_text):
     names = names_of(ratio_text)
-    order = ["mix", "cs-mix", "bin-mix", "ms-mix", "4", "ms-mget", "3", "2", "cs-gets", "bin-gets",
-             "ms-gets", "1", "5", "6"]
+    order = ["mix", "cs-mix", "bin-mix", "ms-mix", "mt-mix", "4", "ms-mget", "mt-mget", "3",
+             "mt-p16", "2", "cs-gets", "bin-gets", "ms-gets", "1", "5", "6"]
     workloads = [w for w in order if any(k[0] == w for k in summary)]
     targets = [t for t in ["direct", "nutcracker", "mcring", "mcring2"] if any(k[1] == t for k in summary)]
     print("| workload | target | ops/s | p50 µs | p99 µs | p99.9 µs | avg µs | server CPU µs / req | "
