@@ -195,7 +195,9 @@ class StatsMergeBoundTest(IntegrationCase):
         self.assertGreater(self.fake.stats_requests, 0, "the views reached the server")
         # The proxy goes on serving: its own views, and mn, on a client that saw the error.
         with Conn(HOST, self.proxy.port) as c:
-            self.assertTrue(c.request(b"stats conns\r\n").startswith(b"SERVER_ERROR "))
+            again = c.request(b"stats conns\r\n")
+            self.assertTrue(again.startswith(b"SERVER_ERROR ") or (SANITIZED and again == b"END\r\n"),
+                            again[:90])
             self.assertEqual(c.request(b"mn\r\n"), b"MN\r\n")
             self.assertIn(b"STAT ", c.request(b"stats backends\r\n"))
             self.assertEqual(c.request(b"version\r\n"), b"VERSION 1.6.18\r\n")
