@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <bitset>
+#include <chrono>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench/mcring_bench/clock.h"
@@ -544,9 +546,22 @@ StampedeRun Experiment::run(Scenario scenario, const std::string& distribution, 
     return failed("warm-up: " + std::to_string(warm.failed) + " sets failed");
   }
   const double cpu_after_warm = processCpuSeconds(proxy);
+  // With replicas > 1 a set is answered at its primary's reply (replica_write_reply: primary)
+  // while the other replicas' writes may still be in flight: wait, at most 2 s, until the
+  // backends have counted a write per copy of every key stored.
+  const uint64_t copies_written =
+      warm.stored * std::min<uint64_t>(r.replicas, before_servers.size());
+  const auto count_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   uint64_t writes_after_warm = 0;
-  if (!writesOf(backends, &writes_after_warm, &error)) {
-    return failed(error);
+  while (true) {
+    if (!writesOf(backends, &writes_after_warm, &error)) {
+      return failed(error);
+    }
+    if (writes_after_warm - writes_before_warm >= copies_written ||
+        std::chrono::steady_clock::now() >= count_deadline) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   r.warm_client_sets = warm.stored + warm.failed;
   r.warm_backend_writes = writes_after_warm - writes_before_warm;
