@@ -14,6 +14,7 @@
 #include "proxy/dispatch/spread_fill.h"
 #include "proxy/dispatch/unavailable.h"
 #include "proxy/dispatch/warmup.h"
+#include "proxy/protocol/meta_flags.h"
 #include "proxy/protocol/reply_lines.h"
 
 namespace mcring::core {
@@ -113,25 +114,6 @@ void Dispatcher::dispatch(RequestSource& src, PoolRuntime& pool, const protocol:
   }
 }
 
-// An mg's T flag (its new TTL), or empty: the token after the key that starts with 'T'.
-static std::string_view metaTouchTtl(std::string_view flags) {
-  size_t i = 0;
-  while (i < flags.size()) {
-    while (i < flags.size() && (flags[i] == ' ' || flags[i] == '\r' || flags[i] == '\n')) {
-      ++i;
-    }
-    size_t end = i;
-    while (end < flags.size() && flags[end] != ' ' && flags[end] != '\r' && flags[end] != '\n') {
-      ++end;
-    }
-    if (end > i + 1 && flags[i] == 'T') {
-      return flags.substr(i + 1, end - i - 1);
-    }
-    i = end;
-  }
-  return {};
-}
-
 void Dispatcher::dispatchKeyed(std::string_view line) {
   auto& counters = worker_.counters();
   stats::bump(counters.*kWorkerCounterOf[effectIndex(req_->command)]);
@@ -175,11 +157,15 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
   if (replicated_read) {
     std::string_view args = req_->args.in(line);
     size_t key_end = req_->keys[0].offset + req_->keys[0].length - req_->args.offset;
-    const std::string_view ttl = metaTouchTtl(args.substr(std::min(key_end, args.size())));
-    if (!ttl.empty()) {
-      touchOtherReplicas(key, index,
-                         "mg " + std::string(req_->keys[0].in(line)) +
-                             (req_->key_base64 ? " b T" : " T") + std::string(ttl) + "\r\n");
+    const std::optional<std::string_view> ttl =
+        protocol::findMetaFlag(args.substr(std::min(key_end, args.size())), 'T');
+    if (ttl && !ttl->empty()) {
+      head_.assign("mg ");
+      head_.append(req_->keys[0].in(line));
+      head_.append(req_->key_base64 ? " b T" : " T");
+      head_.append(*ttl);
+      head_.append("\r\n");
+      touchOtherReplicas(key, index, head_);
     }
   }
   BackendConnection* conn = server->connectionFor(src_->id());
@@ -701,8 +687,12 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
     const std::string_view exptime = req_->exptime.in(line);
     for (size_t i = 0; i < n; ++i) {
       const std::string_view key = req_->keys[i].in(line);
-      touchOtherReplicas(key, routes_[i],
-                         "touch " + std::string(key) + " " + std::string(exptime) + "\r\n");
+      head_.assign("touch ");
+      head_.append(key);
+      head_.append(" ");
+      head_.append(exptime);
+      head_.append("\r\n");
+      touchOtherReplicas(key, routes_[i], head_);
     }
   }
   if (!single || warm || coalescing() || splitsLines(line.size()) || !spread_reads_.empty() ||
@@ -737,8 +727,7 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
 // so that a failover after the TTL does not read the key a client told to expire, nor lose a TTL
 // a client extended. A replica that cannot be reached missed it, as it would a write
 // (return_flush).
-void Dispatcher::touchOtherReplicas(std::string_view key, uint32_t read_at,
-                                    const std::string& line) {
+void Dispatcher::touchOtherReplicas(std::string_view key, uint32_t read_at, std::string_view line) {
   std::array<uint32_t, routing::kMaxReplicas> set{};
   const uint32_t n = pool_->topology->router->replicaSet(key, set);
   for (uint32_t j = 0; j < n; ++j) {

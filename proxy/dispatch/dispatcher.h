@@ -48,7 +48,7 @@ class Dispatcher {
   void dispatchKeyed(std::string_view line);
   void dispatchRetrieval(std::string_view line);
   void dispatchMultiget(std::string_view line, bool warm);
-  void touchOtherReplicas(std::string_view key, uint32_t read_at, const std::string& line);
+  void touchOtherReplicas(std::string_view key, uint32_t read_at, std::string_view line);
   const std::string& lineAsSent(std::string_view line, const protocol::Span& noreply);
   // The current get/gets goes out with its keys in lines shared with other requests
   // (coalesce_gets; gat/gats carry an exptime and keep lines of their own).
@@ -100,7 +100,8 @@ class Dispatcher {
   std::vector<int32_t> fragment_of_;      // scratch: fragment of each server, -1 if none
   std::vector<size_t> fragment_bytes_;    // scratch: line bytes of each fragment so far
   std::vector<SpreadRead> spread_reads_;  // scratch: the get's keys served by a spread copy
-  std::string head_;  // scratch: a write's line as sent to several servers (lineAsSent)
+  // scratch: a write's line as sent to several servers (lineAsSent), a TTL for other replicas
+  std::string head_;
   uint64_t rng_ = 0x9e3779b97f4a7c15ULL;  // xorshift: which copy a spread key's read goes to
 };
 

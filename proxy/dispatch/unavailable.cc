@@ -9,6 +9,7 @@
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/worker_context.h"
 #include "proxy/protocol/binary_packet.h"
+#include "proxy/protocol/meta_flags.h"
 #include "proxy/protocol/meta_miss.h"
 #include "proxy/protocol/reply_lines.h"
 
@@ -159,12 +160,7 @@ void prepareUnavailableAnswer(PendingRequest& r, const PoolRuntime& pool,
   }
   // ms answers NS, but NF with a cas (C), as md and ma do: memcached's answers when the item is
   // not there.
-  bool cas = false;
-  for (size_t at = 0; at < flags.size();) {
-    const size_t end = std::min(flags.find(' ', at), flags.size());
-    cas = cas || (end > at && flags[at] == 'C');
-    at = end + 1;
-  }
+  const bool cas = protocol::findMetaFlag(flags, 'C').has_value();
   r.meta_miss = protocol::metaNotAppliedReply(req.command == Command::MetaSet && !cas ? "NS" : "NF",
                                               key, flags);
 }
