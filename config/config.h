@@ -64,6 +64,35 @@ enum class UnavailableWrites { Error, NotStored };
 std::optional<UnavailableWrites> parseUnavailableWrites(std::string_view name);
 std::string_view unavailableWritesName(UnavailableWrites m);
 
+// Routes (docs/configuration.md, "Routes"): a listener's keys go to several pools by prefix.
+// A copy of a route's requests sent to another pool, whose replies are only compared.
+struct ShadowConfig {
+  std::string pool;
+  uint32_t percent = 100;    // of keys, chosen by key hash: a key is always or never shadowed
+  bool writes_only = false;  // mirror only writes (no agreement is measured then)
+  Mark mark;
+};
+
+// A token bucket for the whole process: beyond it a request is refused at once.
+struct RateLimitConfig {
+  uint32_t requests_per_second = 0;
+  uint32_t burst = 0;  // 0: requests_per_second (one second's worth)
+};
+
+struct RouteConfig {
+  std::string prefix;  // the key prefix this route takes (longest match wins); "" for default
+  bool is_default = false;
+  std::string pool;  // the pool its keys go to (a pool with servers and no routes)
+  std::optional<ShadowConfig> shadow;
+  uint32_t max_ttl = 0;               // seconds; 0: no cap. exptime 0 or above becomes it
+  std::vector<std::string> failover;  // pools tried in order on error, timeout, unavailable
+  bool failover_on_miss = false;      // ...and on a miss
+  std::optional<RateLimitConfig> rate_limit;
+  Mark mark;
+  // How stats, metrics and logs name it: the prefix, or "default".
+  std::string name() const { return is_default ? std::string("default") : prefix; }
+};
+
 struct PoolConfig {
   std::string name;
   Mark mark;
@@ -134,6 +163,12 @@ struct PoolConfig {
   bool return_flush = true;
   uint32_t return_window_ms = 30000;
 
+  // Routes: this pool is a front listener whose keys go to other pools (then it has no
+  // servers of its own). Empty: the pool serves its own servers, as in twemproxy.
+  std::vector<RouteConfig> routes;
+  bool routed() const { return !routes.empty(); }
+  // `listen` was given: a pool only routed to may have none.
+  bool listens = true;
   // --- TLS and authentication (docs/tls.md). Paths are as written, or made absolute against
   // the config file's directory. Files are read when the config is loaded or reloaded. ---
   bool listen_tls = false;            // `listen` speaks TLS (only TLS)
