@@ -18,6 +18,7 @@
 #include "proxy/stats/backend_stats.h"
 #include "proxy/stats/counters.h"
 #include "proxy/stats/pool_memory.h"
+#include "proxy/stats/route_stats.h"
 #include "proxy/stats/stats_renderer.h"
 
 namespace mcring::core {
@@ -33,6 +34,11 @@ class StatsReporter final : public stats::StatsRenderer {
   // Any thread: per pool, the bytes held under its memory budget and the budget (all workers).
   std::map<std::string, stats::PoolMemoryTotals> poolMemory() const {
     return stats::sumPoolMemory(pool_memory_);
+  }
+  void addRouteStats(const stats::RouteStatsList* list) { route_stats_.push_back(list); }
+  // Any thread: per (listener, route), the route's counters (all workers).
+  std::map<std::pair<std::string, std::string>, stats::RouteTotals> routeStats() const {
+    return stats::sumRouteStats(route_stats_);
   }
   void setTopology(std::shared_ptr<const config::Topology> topology) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -88,6 +94,7 @@ class StatsReporter final : public stats::StatsRenderer {
 
   std::vector<const stats::BackendStatsList*> backend_lists_;
   std::vector<const stats::PoolMemoryList*> pool_memory_;
+  std::vector<const stats::RouteStatsList*> route_stats_;
   mutable std::mutex mutex_;
   std::shared_ptr<const config::Topology> topology_;
   std::set<std::pair<std::string, std::string>> ejected_;

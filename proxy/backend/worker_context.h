@@ -14,6 +14,7 @@
 #include "proxy/stats/backend_stats.h"
 #include "proxy/stats/counters.h"
 #include "proxy/stats/pool_memory.h"
+#include "proxy/stats/route_stats.h"
 
 namespace mcring::core {
 
@@ -28,6 +29,7 @@ class WorkerContext {
   const stats::WorkerCounters& counters() const { return counters_; }
   const stats::BackendStatsList& backendStats() const { return backend_stats_; }
   const stats::PoolMemoryList& poolMemory() const { return pool_memory_; }
+  const stats::RouteStatsList& routeStats() const { return route_stats_; }
 
   net::EventLoop& loop() { return *loop_; }
   RequestPool& requests() { return requests_; }
@@ -35,6 +37,7 @@ class WorkerContext {
   stats::WorkerCounters& counters() { return counters_; }
   stats::BackendStatsList& backendStats() { return backend_stats_; }
   stats::PoolMemoryList& poolMemory() { return pool_memory_; }
+  stats::RouteStatsList& routeStats() { return route_stats_; }
   const DispatchSteps& steps() const { return steps_; }
 
   // Called when a server of a pool with auto_eject_hosts has failed server_failure_limit times
@@ -50,6 +53,7 @@ class WorkerContext {
   stats::WorkerCounters counters_;
   stats::BackendStatsList backend_stats_;
   stats::PoolMemoryList pool_memory_;
+  stats::RouteStatsList route_stats_;
 
  private:
   const DispatchSteps& steps_;

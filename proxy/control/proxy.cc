@@ -103,6 +103,7 @@ bool Proxy::start() {
     const Worker& w = *workers_.back();
     reporter_.addWorker(&w.counters(), &w.backendStats());
     reporter_.addPoolMemory(&w.poolMemory());
+    reporter_.addRouteStats(&w.routeStats());
     lists.push_back(&w.backendStats());
   }
   poller_ = std::make_unique<BackendPoller>(loop_, options_.backend_stats_interval_s);
