@@ -90,6 +90,12 @@ void BackendConnection::expect(PendingRequest* r, uint32_t fragment, Delivery de
   }
 }
 
+void BackendConnection::expect(PendingRequest* r, ReplyHandler& handler, uint32_t tag, Expect e,
+                               uint64_t bytes) {
+  expect(r, tag, Delivery::Handler, e, bytes);
+  (holding() ? held_ : inflight_).back().handler = &handler;
+}
+
 // A request timeout is a read timeout armed while replies are owed: no byte from the backend
 // for `timeout` ms with requests in flight resets the connection (its replies can no longer be
 // matched to requests). Not armed while connecting: the connect timeout covers that.
@@ -590,8 +596,8 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
             missedAtCopy(*r->spread, r->spread_copy, server_.worker().counters());
           }
           if (rep.kind == ReplyKind::MetaMiss && r->warm && !r->warm_hop_started &&
-              r->session != nullptr &&
-              server_.worker().steps().launchMetaWarmup(*r, r->session->pool(), server_.worker(),
+              r->session != nullptr && r->pool != nullptr &&
+              server_.worker().steps().launchMetaWarmup(*r, *r->pool, server_.worker(),
                                                         r->session->id())) {
             // Kept (it carries the client's k/O flags) unless the previous server has the key.
             forward(*r, r->reply, n);
@@ -730,6 +736,14 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       server_.worker().steps().onSpreadFillReply(*r, rep, in.contiguous(n), server_.worker());
       in.drain(n);
       return Step::Done;
+    case Delivery::Handler: {
+      const UnitVerdict v = f.handler->onUnit(*r, f.fragment, rep, in.contiguous(n));
+      if (v == UnitVerdict::Desync) {
+        return Step::Desync;
+      }
+      in.drain(n);
+      return v == UnitVerdict::Done ? Step::Done : Step::More;
+    }
     case Delivery::Stats: {
       Fragment& fr = r->fragments[f.fragment];
       if (rep.data_length > 0) {
@@ -917,6 +931,9 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
         break;
       case Delivery::Invalidate:
       case Delivery::Stats:  // a fragment not done is a server skipped by the merge
+        break;
+      case Delivery::Handler:
+        f.handler->onFailure(*r, f.fragment, why);
         break;
     }
     finish(f);

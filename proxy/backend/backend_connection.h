@@ -11,6 +11,7 @@
 
 #include "proxy/backend/backend_failure.h"
 #include "proxy/backend/pending_request.h"
+#include "proxy/backend/reply_handler.h"
 #include "proxy/net/event_loop.h"
 #include "proxy/net/tcp_connection.h"
 #include "proxy/protocol/reply_framer.h"
@@ -43,6 +44,8 @@ enum class Delivery : uint8_t {
   ReturnFlush,
   // The `md` of a replicated write's key whose connection memcached closed under it (detached).
   ReplicaInvalidate,
+  // The request's ReplyHandler (reply_handler.h) decides: what new features use.
+  Handler,
 };
 
 class BackendConnection : public net::ConnectionHandler {
@@ -77,6 +80,9 @@ class BackendConnection : public net::ConnectionHandler {
   // on `r`.
   void expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect expect,
               uint64_t bytes);
+  // The same for a request whose units go to `handler` (Delivery::Handler; `tag` is handed back).
+  void expect(PendingRequest* r, ReplyHandler& handler, uint32_t tag, Expect expect,
+              uint64_t bytes);
 
   // Sends flush_all for return_flush (a detached request; BackendServer::endReturnFlush gets
   // its answer). `mark`: the server's missed-write count when it was sent.
@@ -98,8 +104,9 @@ class BackendConnection : public net::ConnectionHandler {
     Delivery delivery;
     Expect expect;
     uint64_t sent_us;
-    bool line_end = false;  // SharedLine: the last request of its line (the END is its)
-    uint8_t replays = 0;    // times sent again after a connection closed under it
+    bool line_end = false;            // SharedLine: the last request of its line (the END is its)
+    uint8_t replays = 0;              // times sent again after a connection closed under it
+    ReplyHandler* handler = nullptr;  // Delivery::Handler
   };
   // Result of handing one reply unit to the head expectation. Pass: the head is over and the
   // unit belongs to the next one (a shared line's VALUE for a later request's key, its END or

@@ -14,10 +14,12 @@
 
 #include "proxy/backend/backend_failure.h"
 #include "proxy/backend/hot_spread.h"
+#include "proxy/backend/shadow_probe.h"
 #include "proxy/net/buffer.h"
 #include "proxy/protocol/binary_translation.h"
 #include "proxy/protocol/command.h"
 #include "proxy/protocol/reply.h"
+#include "proxy/stats/route_stats.h"
 
 namespace mcring::core {
 
@@ -142,6 +144,9 @@ struct Fragment {
 
 struct PendingRequest {
   RequestOwner* session = nullptr;  // null once the client is gone
+  // The pool its keys were routed to: the session's own, or a route's (a routed listener's).
+  // Null for requests answered without a pool (local answers). A worker's pools outlive requests.
+  PoolRuntime* pool = nullptr;
   uint32_t refs = 0;
   // Backend replies still owed (fragments, warm-up fetches and copies, invalidations); the
   // request completes when it reaches 0.
@@ -243,8 +248,16 @@ struct PendingRequest {
   std::string failover_line;  // Direct: the request as sent (with the mn of a quiet mg)
   Expect failover_expect = Expect::OneUnit;
 
+  // Routes (dispatch/routed.cc): the counters of the route that sent it (null: not routed), and
+  // a shadowed read's comparison with its shadow's answer (dispatch/shadow.h).
+  stats::RouteStats* route_stats = nullptr;
+  ShadowProbe* shadow_probe = nullptr;
+
   void reset() {
     session = nullptr;
+    pool = nullptr;
+    route_stats = nullptr;
+    ShadowProbe::release(shadow_probe);
     refs = 0;
     fragments_left = 0;
     complete = false;

@@ -12,11 +12,31 @@
 #include "proxy/backend/memory_budget.h"
 #include "proxy/backend/pool_security.h"
 #include "proxy/backend/warmup_state.h"
+#include "proxy/common/token_bucket.h"
 #include "proxy/protocol/request_parser.h"
+#include "proxy/routing/prefix_table.h"
 #include "proxy/stats/hot_key_sketch.h"
 #include "proxy/stats/pool_memory.h"
+#include "proxy/stats/route_stats.h"
 
 namespace mcring::core {
+
+struct PoolRuntime;
+
+// One route of a routed listener (config::RouteConfig) as a worker runs it: the pools it sends
+// to, resolved on this worker, and its counters. Rebuilt at each snapshot (Worker::applyTopology);
+// the pools it points to are the worker's, which outlive every request.
+struct RouteRuntime {
+  const config::RouteConfig* config = nullptr;  // in the listener's snapshot (topology)
+  PoolRuntime* pool = nullptr;
+  PoolRuntime* shadow = nullptr;  // null: no shadow
+  std::vector<PoolRuntime*> failover;
+  std::shared_ptr<stats::RouteStats> stats;
+  // The process's token bucket for this route (shared by the workers); null: no rate_limit.
+  std::shared_ptr<common::TokenBucket> limit;
+  // Keys whose hash falls below this are shadowed (percent of the 32-bit hash space).
+  uint64_t shadow_below = 0;
+};
 
 struct PoolRuntime {
   std::string name;
@@ -55,6 +75,15 @@ struct PoolRuntime {
     }
     return spread->find(key);
   }
+
+  // A routed listener (config `routes`): its keys go to other pools by prefix; it has no
+  // servers of its own. `route_table` maps a key to its index in `routes`.
+  std::vector<RouteRuntime> routes;
+  routing::PrefixTable route_table;
+  // Keyless commands (stats views, version, lru_crawler) of a routed listener are answered by
+  // this pool: the default route's, else the first route's.
+  PoolRuntime* home = nullptr;
+  bool routed() const { return !routes.empty(); }
 
   const config::PoolConfig& config() const { return topology->config; }
   uint32_t route(std::string_view key) const { return topology->router->route(key); }

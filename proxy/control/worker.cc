@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "proxy/backend/route_limits.h"
 #include "proxy/backend/spread_write.h"
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
@@ -303,7 +304,8 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
       removed.push_back(std::move(server));
     }
     runtime->servers = std::move(next);
-    bool moved = previous != nullptr && placementChanged(*previous, *pool_topo);
+    bool moved = previous != nullptr && !pool_topo->config.routed() && !previous->config.routed() &&
+                 placementChanged(*previous, *pool_topo);
     if (moved || pool_topo->config.warmup_window_ms == 0) {
       closeWarmup(*runtime);
     }
@@ -314,6 +316,9 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
         draining_.push_back(std::move(server));
       }
     }
+  }
+  for (const auto& pool_topo : topology->pools) {
+    applyRoutes(*pools_[pool_topo->config.name]);
   }
   for (auto& [name, runtime] : pools_) {
     if (!seen.count(name) && !runtime->removed) {
@@ -339,6 +344,52 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
   reapDraining();
   scheduleIdleSweep();
   scheduleHotKeyRoll();
+}
+
+// A routed listener's routes, resolved to this worker's pools of the same snapshot (the config
+// guarantees each named pool exists, has servers and no routes of its own).
+void Worker::applyRoutes(PoolRuntime& runtime) {
+  runtime.routes.clear();
+  runtime.route_table = routing::PrefixTable();
+  runtime.home = nullptr;
+  auto find = [&](const std::string& name) -> PoolRuntime* {
+    auto it = pools_.find(name);
+    return it != pools_.end() && !it->second->routed() ? it->second.get() : nullptr;
+  };
+  const config::PoolConfig& cfg = runtime.config();
+  for (const config::RouteConfig& rc : cfg.routes) {
+    RouteRuntime route;
+    route.config = &rc;
+    route.pool = find(rc.pool);
+    if (route.pool == nullptr || rc.pool == cfg.name) {
+      continue;  // not reachable with a validated config
+    }
+    if (rc.shadow) {
+      route.shadow = find(rc.shadow->pool);
+      // percent of the 32-bit key hash space (dispatch/shadow.h)
+      route.shadow_below = (uint64_t{1} << 32) * rc.shadow->percent / 100;
+    }
+    for (const std::string& name : rc.failover) {
+      if (PoolRuntime* p = find(name)) {
+        route.failover.push_back(p);
+      }
+    }
+    route.stats = routeStats().add(cfg.name, rc.name());
+    if (rc.rate_limit) {
+      route.limit = RouteLimits::process().bucket(cfg.name, rc.name(), *rc.rate_limit);
+    }
+    const auto index = static_cast<uint32_t>(runtime.routes.size());
+    if (rc.is_default) {
+      runtime.route_table.setDefault(index);
+      runtime.home = route.pool;
+    } else {
+      runtime.route_table.add(rc.prefix, index);
+    }
+    runtime.routes.push_back(std::move(route));
+  }
+  if (runtime.home == nullptr && !runtime.routes.empty()) {
+    runtime.home = runtime.routes.front().pool;
+  }
 }
 
 void Worker::configureHotKeys(PoolRuntime& runtime) {

@@ -110,6 +110,7 @@ class Worker final : public SessionContext {
   // Hot keys: (re)creates or drops a pool's sketch to match its config; publishes each pool's
   // window to the board and starts the next, at the wall clock's next window boundary.
   void configureHotKeys(PoolRuntime& runtime);
+  void applyRoutes(PoolRuntime& runtime);
   void rollHotKeys();
   void scheduleHotKeyRoll();
 

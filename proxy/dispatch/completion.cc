@@ -4,12 +4,15 @@
 #include "proxy/backend/spread_write.h"
 #include "proxy/dispatch/failover.h"
 #include "proxy/dispatch/multiget.h"
+#include "proxy/dispatch/shadow.h"
 #include "proxy/dispatch/warmup.h"
 #include "proxy/protocol/reply_lines.h"
 
 namespace mcring::core {
 
-bool completeRequest(PendingRequest& r, WorkerContext& worker) {
+namespace {
+
+bool composeReply(PendingRequest& r, WorkerContext& worker) {
   switch (r.shape) {
     case Shape::Direct:
       if (continueReadFailover(r, worker)) {
@@ -28,8 +31,8 @@ bool completeRequest(PendingRequest& r, WorkerContext& worker) {
       }
       return true;
     case Shape::Multiget:
-      if (r.warm && !r.warm_hop_started && r.session != nullptr &&
-          launchMultigetWarmup(r, r.session->pool(), worker, r.session->id())) {
+      if (r.warm && !r.warm_hop_started && r.session != nullptr && r.pool != nullptr &&
+          launchMultigetWarmup(r, *r.pool, worker, r.session->id())) {
         return false;
       }
       if (continueReadFailover(r, worker)) {
@@ -48,6 +51,27 @@ bool completeRequest(PendingRequest& r, WorkerContext& worker) {
       return true;
     case Shape::Stats:
       return true;  // its owner, a stats fetch (stats_views.h), merges the answers
+  }
+  return true;
+}
+
+bool isErrorReply(PendingRequest& r) {
+  constexpr std::string_view kServerError = "SERVER_ERROR";
+  return r.failed || (r.reply.size() >= kServerError.size() &&
+                      r.reply.contiguous(kServerError.size()) == kServerError);
+}
+
+}  // namespace
+
+bool completeRequest(PendingRequest& r, WorkerContext& worker) {
+  if (!composeReply(r, worker)) {
+    return false;  // gone on (a second hop, a next replica)
+  }
+  if (r.shadow_probe != nullptr) {
+    Shadows::primaryAnswered(r);
+  }
+  if (r.route_stats != nullptr && isErrorReply(r)) {
+    stats::bump(r.route_stats->errors);
   }
   return true;
 }

@@ -90,6 +90,29 @@ void Dispatcher::invalidateTooLarge(RequestSource& src, PoolRuntime& pool,
 void Dispatcher::dispatch(RequestSource& src, PoolRuntime& pool, const protocol::Request& req,
                           std::string_view line) {
   begin(src, pool, req);
+  if (pool.routed()) {
+    dispatchRouted(line);  // routed.cc: to the pool of the key's route
+    return;
+  }
+  dispatchToPool(line);
+}
+
+PendingRequest* Dispatcher::newRequest(protocol::Command command) {
+  PendingRequest* r = src_->newRequest(command);
+  r->pool = pool_;
+  if (route_ != nullptr) {
+    r->route_stats = route_->stats.get();
+  }
+  if (probe_ != nullptr) {
+    // A shadowed read: its whole reply is compared with the shadow's when complete.
+    r->shadow_probe = probe_;
+    probe_ = nullptr;
+    r->rewrites = true;
+  }
+  return r;
+}
+
+void Dispatcher::dispatchToPool(std::string_view line) {
   switch (protocol::commandClass(req_->command)) {
     case CommandClass::Retrieval:
       dispatchRetrieval(line);
@@ -100,7 +123,7 @@ void Dispatcher::dispatch(RequestSource& src, PoolRuntime& pool, const protocol:
       dispatchKeyed(line);
       return;
     case CommandClass::MetaNoop: {
-      PendingRequest* r = src_->newRequest(req_->command);
+      PendingRequest* r = newRequest(req_->command);
       src_->input().drain(req_->line_length);
       src_->completeWith(r, protocol::kMetaNoopLine);
       return;
@@ -121,7 +144,7 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
   if (meta) {
     stats::bump(counters.cmd_meta);
   }
-  PendingRequest* r = src_->newRequest(req_->command);
+  PendingRequest* r = newRequest(req_->command);
   // Meta q is left for the backend to apply (which replies it hides depends on the item: an
   // autovivified `ma` still answers HD); an `mn` after it tells where its reply ends.
   bool quiet_meta = meta && req_->noreply;
@@ -615,8 +638,9 @@ void Dispatcher::countForBackend(BackendServer& server, std::string_view key) {
   stats::bump(bs.*kBackendCounterOf[effectIndex(req_->command)]);
   const uint64_t hash = stats::HyperLogLog::hashKey(key);
   bs.keys.add(hash);
-  if (pool_->hot_keys) {
-    pool_->hot_keys->record(key, hash);
+  PoolRuntime& pool = server.pool();  // a multi-get across routes spans pools
+  if (pool.hot_keys) {
+    pool.hot_keys->record(key, hash);
   }
 }
 
@@ -705,7 +729,7 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
     return;
   }
   // Every key lives on one backend: forward the line as-is and pass the reply through.
-  PendingRequest* r = src_->newRequest(req_->command);
+  PendingRequest* r = newRequest(req_->command);
   r->key_count = static_cast<uint32_t>(n);
   BackendServer* server = pool_->by_index[routes_[0]];
   for (size_t i = 0; i < n; ++i) {
@@ -754,7 +778,7 @@ void Dispatcher::touchOtherReplicas(std::string_view key, uint32_t read_at, std:
 
 void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
   auto& counters = worker_.counters();
-  PendingRequest* r = src_->newRequest(req_->command);
+  PendingRequest* r = newRequest(req_->command);
   r->shape = Shape::Multiget;
   r->warm = warm;
   r->exptime = req_->exptime;
@@ -766,13 +790,13 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
   r->key_hit_length.assign(n, 0);
   r->spread_reads.swap(spread_reads_);
   spread_reads_.clear();
-  if (pool_->config().routing.replicas > 1 && !warm) {
+  if (across_ == nullptr && pool_->config().routing.replicas > 1 && !warm) {
     r->replica_read = true;  // fragments that fail go on to each key's next replica
     r->rewrites = true;
     r->replica_session = src_->id();
     r->replica_topology = pool_->topology.get();
   }
-  size_t servers = pool_->by_index.size();
+  size_t servers = across_ != nullptr ? across_->size() : pool_->by_index.size();
   fragment_of_.assign(servers, -1);
   fragment_bytes_.clear();
   const bool split = splitsLines(line.size());
@@ -799,7 +823,7 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
     }
     uint32_t f = static_cast<uint32_t>(fragment_of_[s]);
     fragment_bytes_[f] += add;
-    countForBackend(*pool_->by_index[s], req_->keys[i].in(line));
+    countForBackend(serverAt(s), req_->keys[i].in(line));
     r->key_fragment[i] = f;
     r->fragments[f].key_indices.push_back(static_cast<uint32_t>(i));
   }
@@ -815,7 +839,7 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
   bool errored_now = false;
   for (uint32_t f = 0; f < count; ++f) {
     Fragment& frag = r->fragments[f];
-    BackendServer* server = pool_->by_index[frag.server];
+    BackendServer* server = &serverAt(frag.server);
     BackendConnection* conn = server->connectionFor(src_->id());
     if (conn == nullptr) {
       frag.done = true;
@@ -873,7 +897,7 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
 
 void Dispatcher::dispatchFlushAll(std::string_view line) {
   stats::bump(worker_.counters().cmd_flush);
-  PendingRequest* r = src_->newRequest(req_->command);
+  PendingRequest* r = newRequest(req_->command);
   r->shape = Shape::Broadcast;
   r->noreply = req_->noreply;
   net::Buffer& in = src_->input();
@@ -888,11 +912,18 @@ void Dispatcher::dispatchFlushAll(std::string_view line) {
     forward.append(line.substr(t.offset + t.length));
   }
   in.drain(req_->line_length);
-  uint32_t count = static_cast<uint32_t>(pool_->by_index.size());
+  // A routed listener's flush_all reaches every pool its routes send to.
+  flush_servers_.clear();
+  if (pool_->routed()) {
+    routedServers(flush_servers_);
+  } else {
+    flush_servers_.assign(pool_->by_index.begin(), pool_->by_index.end());
+  }
+  uint32_t count = static_cast<uint32_t>(flush_servers_.size());
   r->fragments_left = count;
   uint32_t failed_now = 0;
   for (uint32_t s = 0; s < count; ++s) {
-    BackendServer* server = pool_->by_index[s];
+    BackendServer* server = flush_servers_[s];
     BackendConnection* conn = server->connectionFor(src_->id());
     stats::bump(server->stats().other_commands);
     if (conn == nullptr) {
@@ -926,13 +957,13 @@ void Dispatcher::refuseFlushAll(RequestSource& src, PoolRuntime& pool,
                                 const protocol::Request& req) {
   begin(src, pool, req);
   stats::bump(worker_.counters().cmd_flush);
-  PendingRequest* r = src_->newRequest(req_->command);
+  PendingRequest* r = newRequest(req_->command);
   r->noreply = req_->noreply;
   refuse(r);
 }
 
 void Dispatcher::answerLocal(std::string_view line) {
-  PendingRequest* r = src_->newRequest(req_->command);
+  PendingRequest* r = newRequest(req_->command);
   // Build the reply while `line` (a view into the input buffer) is still valid.
   std::string out;
   // Answered from the pool's servers (stats_views.h) instead of here.

@@ -17,6 +17,7 @@
 #include "proxy/backend/worker_context.h"
 #include "proxy/dispatch/metadump.h"
 #include "proxy/dispatch/request_source.h"
+#include "proxy/dispatch/shadow.h"
 #include "proxy/dispatch/stats_views.h"
 #include "proxy/protocol/request.h"
 
@@ -24,8 +25,8 @@ namespace mcring::core {
 
 class Dispatcher {
  public:
-  Dispatcher(WorkerContext& worker, StatsViews& views, Metadumps& dumps)
-      : worker_(worker), views_(views), dumps_(dumps) {}
+  Dispatcher(WorkerContext& worker, StatsViews& views, Metadumps& dumps, Shadows& shadows)
+      : worker_(worker), views_(views), dumps_(dumps), shadows_(shadows) {}
 
   // `req` was framed from `line`, at the front of src.input() (with its data block, if any).
   void dispatch(RequestSource& src, PoolRuntime& pool, const protocol::Request& req,
@@ -44,6 +45,25 @@ class Dispatcher {
     src_ = &src;
     pool_ = &pool;
     req_ = &req;
+    route_ = nullptr;
+    across_ = nullptr;
+  }
+  // The request's FIFO slot, tagged with the pool it is routed to (and its route, and a
+  // shadowed read's probe).
+  PendingRequest* newRequest(protocol::Command command);
+  void dispatchToPool(std::string_view line);
+  // Routes (routed.cc): a routed listener's request goes to the pool of its key's route.
+  void dispatchRouted(std::string_view line);
+  void routedKeyed(std::string_view line);
+  void routedRetrieval(std::string_view line);
+  bool admit(RouteRuntime& route);
+  void answerRouted(std::string_view reply);
+  std::string_view capTtl(std::string_view line, uint32_t max_ttl);
+  void shadowKeyed(std::string_view line, std::string_view key);
+  void routedServers(std::vector<BackendServer*>& out) const;
+  // A multi-get's server `s`: an index in the pool's list, or in across_ for one across routes.
+  BackendServer& serverAt(uint32_t s) const {
+    return across_ != nullptr ? *(*across_)[s] : *pool_->by_index[s];
   }
   void dispatchKeyed(std::string_view line);
   void dispatchRetrieval(std::string_view line);
@@ -92,11 +112,23 @@ class Dispatcher {
   WorkerContext& worker_;
   StatsViews& views_;
   Metadumps& dumps_;
+  Shadows& shadows_;
   // The request being dispatched (set by begin()).
   RequestSource* src_ = nullptr;
   PoolRuntime* pool_ = nullptr;
   const protocol::Request* req_ = nullptr;
-  std::vector<uint32_t> routes_;          // scratch: server of each key of a multi-get
+  std::vector<uint32_t> routes_;  // scratch: server of each key of a multi-get
+  // Routes: the request's route (null: not routed), a shadowed read's probe not yet given to
+  // its request, a multi-get's servers across pools (null: the pool's by_index), and scratch.
+  RouteRuntime* route_ = nullptr;
+  ShadowProbe* probe_ = nullptr;
+  const std::vector<BackendServer*>* across_ = nullptr;
+  std::vector<BackendServer*> across_servers_;
+  std::vector<BackendServer*> flush_servers_;
+  std::vector<uint32_t> key_routes_;
+  std::vector<uint8_t> route_seen_;
+  protocol::Request capped_req_;
+  std::string capped_line_;
   std::vector<int32_t> fragment_of_;      // scratch: fragment of each server, -1 if none
   std::vector<size_t> fragment_bytes_;    // scratch: line bytes of each fragment so far
   std::vector<SpreadRead> spread_reads_;  // scratch: the get's keys served by a spread copy

@@ -227,9 +227,7 @@ void settleMultiget(PendingRequest& r, const PoolRuntime* pool, WorkerContext& w
     }
     BackendServer* server =
         pool != nullptr && fr.server < pool->by_index.size() ? pool->by_index[fr.server] : nullptr;
-    const PoolRuntime* policy = pool != nullptr        ? pool
-                                : r.session != nullptr ? &r.session->pool()
-                                                       : nullptr;
+    const PoolRuntime* policy = pool != nullptr ? pool : r.pool;
     if (policy != nullptr && answerUnavailableKeys(r, *policy, server, fr.failure, keys, worker)) {
       fr.unavailable = true;  // no warm-up second hop for them either
       continue;
@@ -271,8 +269,8 @@ bool continueReadFailover(PendingRequest& r, WorkerContext& worker) {
   if (!r.replica_read) {
     return false;
   }
-  const bool usable =
-      r.session != nullptr && !r.refused && r.session->pool().topology.get() == r.replica_topology;
+  const bool usable = r.session != nullptr && r.pool != nullptr && !r.refused &&
+                      r.pool->topology.get() == r.replica_topology;
   if (r.shape == Shape::Direct) {
     if (!usable) {
       if (r.read_failed_at != nullptr && !r.read_missed) {
@@ -280,12 +278,12 @@ bool continueReadFailover(PendingRequest& r, WorkerContext& worker) {
       }
       return false;
     }
-    return continueDirect(r, r.session->pool(), worker);
+    return continueDirect(r, *r.pool, worker);
   }
-  if (usable && continueMultiget(r, r.session->pool(), worker)) {
+  if (usable && continueMultiget(r, *r.pool, worker)) {
     return true;
   }
-  settleMultiget(r, usable ? &r.session->pool() : nullptr, worker);
+  settleMultiget(r, usable ? r.pool : nullptr, worker);
   return false;
 }
 

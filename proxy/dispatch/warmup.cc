@@ -314,10 +314,10 @@ void onWarmupReply(PendingRequest& r, uint32_t i, const protocol::Reply& rep, st
     r.key_hit_length[i] = header.size() + data.size();
     stats::bump(c.get_hits);
   }
-  if (r.session != nullptr) {
+  if (r.session != nullptr && r.pool != nullptr) {
     // Routed again now, not when the fetch was sent: a reload in between may have moved the key
     // or removed the pool (then there is nowhere to copy it, and the value is only answered).
-    BackendServer* to = r.session->pool().currentServer(keyOf(r, i));
+    BackendServer* to = r.pool->currentServer(keyOf(r, i));
     if (to == nullptr) {
       return;
     }

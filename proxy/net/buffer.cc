@@ -3,6 +3,7 @@
 
 #include <event2/buffer.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 
@@ -119,6 +120,29 @@ void Buffer::moveTo(Buffer& dst, size_t n) {
 }
 void Buffer::append(std::string_view bytes) {
   evbuffer_add(buf_, bytes.data(), bytes.size());
+}
+
+void Buffer::copyTo(Buffer& dst, size_t offset, size_t n) const {
+  evbuffer_ptr at;
+  if (n == 0 || evbuffer_ptr_set(buf_, &at, offset, EVBUFFER_PTR_SET) != 0) {
+    return;
+  }
+  while (n > 0) {
+    evbuffer_iovec piece;
+    if (evbuffer_peek(buf_, static_cast<ev_ssize_t>(n), &at, &piece, 1) < 1 || piece.iov_len == 0) {
+      return;
+    }
+    const size_t take = std::min(n, piece.iov_len);
+    evbuffer_add(dst.buf_, piece.iov_base, take);
+    n -= take;
+    if (n > 0 && evbuffer_ptr_set(buf_, &at, take, EVBUFFER_PTR_ADD) != 0) {
+      return;
+    }
+  }
+}
+
+void Buffer::prepend(std::string_view bytes) {
+  evbuffer_prepend(buf_, bytes.data(), bytes.size());
 }
 
 }  // namespace mcring::net

@@ -48,6 +48,11 @@ class Buffer final : public protocol::ByteSource {
   void moveAllTo(Buffer& dst) { moveTo(dst, size()); }
   void append(std::string_view bytes);
   void append(const char* data, size_t n) { append(std::string_view(data, n)); }
+  // Copies n bytes starting `offset` bytes from the front to the end of dst, leaving them here
+  // (a route's shadow sends a copy of a request's data block; the request moves on).
+  void copyTo(Buffer& dst, size_t offset, size_t n) const;
+  // Puts bytes before the front (a request line rewritten in place: a route's max_ttl).
+  void prepend(std::string_view bytes);
 
   evbuffer* raw() const { return buf_; }
 

@@ -22,7 +22,7 @@ ClientSession::ClientSession(SessionContext& worker, PoolRuntime& pool, uint64_t
       open_count_(std::move(open_count)),
       framer_(pool.parser),
       binary_framer_(pool.parser),
-      dispatcher_(worker, worker.statsViews(), worker.metadumps()) {}
+      dispatcher_(worker, worker.statsViews(), worker.metadumps(), worker.shadows()) {}
 
 ClientSession::~ClientSession() {
   releaseSlot();

@@ -6,6 +6,7 @@
 
 #include "proxy/backend/worker_context.h"
 #include "proxy/dispatch/metadump.h"
+#include "proxy/dispatch/shadow.h"
 #include "proxy/dispatch/stats_views.h"
 #include "proxy/stats/stats_renderer.h"
 
@@ -19,13 +20,16 @@ class SessionContext : public WorkerContext {
       : WorkerContext(steps),
         reporter_(reporter),
         stats_views_(*this, reporter),
-        metadumps_(*this) {}
+        metadumps_(*this),
+        shadows_(*this) {}
 
   const stats::StatsRenderer& reporter() const { return reporter_; }
   // memcached's stats views and version of this worker's pools, fetched and cached.
   StatsViews& statsViews() { return stats_views_; }
   // `lru_crawler metadump`s in progress, over their own connections.
   Metadumps& metadumps() { return metadumps_; }
+  // Routes' shadow copies and their comparisons (dispatch/shadow.h).
+  Shadows& shadows() { return shadows_; }
   // Deferred destruction: a session ends itself from inside its own callbacks.
   virtual void retire(ClientSession* session) = 0;
   // Memory for large requests being received was freed: wake the sessions waiting for it soon
@@ -40,6 +44,7 @@ class SessionContext : public WorkerContext {
   // Destroyed before WorkerContext's request pool, which its requests return to.
   StatsViews stats_views_;
   Metadumps metadumps_;
+  Shadows shadows_;
 };
 
 }  // namespace mcring::core

@@ -1,0 +1,252 @@
+// Routes (config `routes`, docs/design.md "Routes"): a routed listener's request goes to the pool
+// of its key's route, through that pool's own dispatch (replication, spread, warm-up, its
+// unavailable_* answers), after the route's own steps: its rate limit, its TTL cap and its
+// shadow copy. A multi-get whose keys are all in one route is that pool's multi-get; one across
+// routes is split by server over all their pools and reassembled in the client's key order
+// (without the pools' warm-up, read failover and spread, which work within one pool).
+#include <algorithm>
+#include <ctime>
+
+#include "proxy/backend/backend_server.h"
+#include "proxy/common/clock.h"
+#include "proxy/dispatch/dispatcher.h"
+#include "proxy/dispatch/failover.h"
+#include "proxy/protocol/exptime_cap.h"
+#include "proxy/protocol/reply_lines.h"
+#include "proxy/protocol/request_parser.h"
+
+namespace mcring::core {
+
+using protocol::Command;
+using protocol::CommandClass;
+
+namespace {
+
+constexpr std::string_view kNoRouteLine = "SERVER_ERROR no route for key\r\n";
+constexpr std::string_view kRateLimitedLine = "SERVER_ERROR rate limited\r\n";
+constexpr std::string_view kBadLine = "CLIENT_ERROR bad command line format\r\n";
+
+}  // namespace
+
+void Dispatcher::dispatchRouted(std::string_view line) {
+  PoolRuntime& front = *pool_;
+  switch (protocol::commandClass(req_->command)) {
+    case CommandClass::Retrieval:
+      routedRetrieval(line);
+      break;
+    case CommandClass::Storage:
+    case CommandClass::Keyed:
+    case CommandClass::Meta:
+      routedKeyed(line);
+      break;
+    case CommandClass::Broadcast:  // flush_all: every pool of the routes (dispatchFlushAll)
+    case CommandClass::MetaNoop:
+      dispatchToPool(line);
+      break;
+    case CommandClass::Local:
+      // memcached's stats views, version and lru_crawler come from one pool: the default
+      // route's, else the first route's. mcring's own `stats` is the process's, as anywhere.
+      if (front.home == nullptr) {
+        answerRouted(kNoRouteLine);
+        break;
+      }
+      pool_ = front.home;
+      dispatchToPool(line);
+      break;
+  }
+  ShadowProbe::release(probe_);  // a probe no request took (the read was answered here)
+  route_ = nullptr;
+}
+
+// The pools of a routed listener's routes (their failover and shadow pools too), each server
+// once: what flush_all reaches.
+void Dispatcher::routedServers(std::vector<BackendServer*>& out) const {
+  std::vector<const PoolRuntime*> pools;
+  auto add = [&](const PoolRuntime* p) {
+    if (p != nullptr && std::find(pools.begin(), pools.end(), p) == pools.end()) {
+      pools.push_back(p);
+      out.insert(out.end(), p->by_index.begin(), p->by_index.end());
+    }
+  };
+  for (const RouteRuntime& route : pool_->routes) {
+    add(route.pool);
+    add(route.shadow);
+    for (const PoolRuntime* p : route.failover) {
+      add(p);
+    }
+  }
+}
+
+// A request answered by the route layer itself (no route, rate limited): its bytes are
+// consumed and the reply is an error, which memcached sends even for noreply.
+void Dispatcher::answerRouted(std::string_view reply) {
+  PendingRequest* r = newRequest(req_->command);
+  src_->input().drain(consumedLength());
+  stats::bump(worker_.counters().server_errors);
+  src_->completeWith(r, reply);
+}
+
+// The route's rate limit: a token now, or the request is answered at once (never queued).
+bool Dispatcher::admit(RouteRuntime& route) {
+  if (route.limit == nullptr || route.limit->tryTake(common::monotonicNs())) {
+    return true;
+  }
+  stats::bump(route.stats->rate_limited);
+  return false;
+}
+
+// max_ttl: the line with every TTL it sets capped (protocol/exptime_cap.h). The client's line
+// is replaced in the input by the capped one, parsed again, so the rest of dispatch sees a
+// request like any other; its data block, if any, stays where it is.
+std::string_view Dispatcher::capTtl(std::string_view line, uint32_t max_ttl) {
+  const auto now = static_cast<int64_t>(std::time(nullptr));
+  if (!protocol::capLineExptime(*req_, line, max_ttl, now, &capped_line_)) {
+    return line;
+  }
+  if (pool_->parser.parse(capped_line_, capped_req_) != protocol::ParseStatus::Ok) {
+    return {};  // longer than a line may be (an ms at the limit given its T): refused
+  }
+  // A binary client's long key is routed by the key itself, not the parser's decoding.
+  capped_req_.decoded_key = req_->decoded_key;
+  net::Buffer& in = src_->input();
+  in.drain(req_->line_length);
+  in.prepend(capped_line_);
+  req_ = &capped_req_;
+  return capped_line_;
+}
+
+void Dispatcher::routedKeyed(std::string_view line) {
+  PoolRuntime& front = *pool_;
+  const uint32_t index = front.route_table.match(req_->routingKey(line, 0));
+  if (index == routing::PrefixTable::kNoRoute) {
+    answerRouted(kNoRouteLine);
+    return;
+  }
+  route_ = &front.routes[index];
+  stats::bump(route_->stats->requests);
+  if (!admit(*route_)) {
+    answerRouted(kRateLimitedLine);
+    return;
+  }
+  if (route_->config->max_ttl > 0) {
+    line = capTtl(line, route_->config->max_ttl);
+    if (line.empty()) {
+      answerRouted(kBadLine);
+      return;
+    }
+  }
+  const std::string_view key = req_->routingKey(line, 0);
+  if (Shadows::shadows(*route_, key)) {
+    shadowKeyed(line, key);
+  }
+  pool_ = route_->pool;
+  dispatchKeyed(line);
+}
+
+// The shadow's copy of a keyed request, sent before the request itself moves its data block.
+void Dispatcher::shadowKeyed(std::string_view line, std::string_view key) {
+  const RouteRuntime& route = *route_;
+  if (req_->command == Command::MetaGet) {
+    if (!route.config->shadow->writes_only) {
+      probe_ = shadows_.sendRead(route, key, req_->keys[0].in(line), req_->key_base64, src_->id(),
+                                 /*compare=*/true);
+    }
+    return;
+  }
+  if (req_->command == Command::MetaDebug) {
+    return;  // a read of the item's metadata: nothing to copy or compare
+  }
+  const bool quiet_meta =
+      protocol::commandClass(req_->command) == CommandClass::Meta && req_->noreply;
+  const std::string_view sent = quiet_meta
+                                    ? line.substr(0, req_->line_length)
+                                    : std::string_view(lineAsSent(line, req_->noreply_token));
+  shadows_.sendWrite(route, key, src_->id(), sent, src_->input(), req_->line_length,
+                     req_->has_data ? req_->value_length + 2 : 0, quiet_meta);
+}
+
+void Dispatcher::routedRetrieval(std::string_view line) {
+  PoolRuntime& front = *pool_;
+  const size_t n = req_->keys.size();
+  key_routes_.resize(n);
+  bool single = true;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t index = front.route_table.match(req_->keys[i].in(line));
+    if (index == routing::PrefixTable::kNoRoute) {
+      answerRouted(kNoRouteLine);
+      return;
+    }
+    key_routes_[i] = index;
+    single = single && index == key_routes_[0];
+  }
+  // Each route the request touches counts it once and takes one token; a gat's TTL is capped
+  // by the smallest max_ttl among them.
+  route_seen_.assign(front.routes.size(), 0);
+  uint32_t cap = 0;
+  for (size_t i = 0; i < n; ++i) {
+    RouteRuntime& route = front.routes[key_routes_[i]];
+    if (route_seen_[key_routes_[i]]++ > 0) {
+      continue;
+    }
+    stats::bump(route.stats->requests);
+    if (!admit(route)) {
+      answerRouted(kRateLimitedLine);
+      return;
+    }
+    const uint32_t max_ttl = route.config->max_ttl;
+    if (max_ttl > 0 && (cap == 0 || max_ttl < cap)) {
+      cap = max_ttl;
+    }
+  }
+  if (cap > 0 && (req_->command == Command::Gat || req_->command == Command::Gats)) {
+    line = capTtl(line, cap);
+    if (line.empty()) {
+      answerRouted(kBadLine);
+      return;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const RouteRuntime& route = front.routes[key_routes_[i]];
+    const std::string_view key = req_->keys[i].in(line);
+    if (route.shadow != nullptr && !route.config->shadow->writes_only &&
+        Shadows::shadows(route, key)) {
+      // Only a one-key read's answers are compared (a multi-get's reply is not kept whole).
+      ShadowProbe* p = shadows_.sendRead(route, key, key, false, src_->id(), n == 1);
+      if (p != nullptr) {
+        probe_ = p;
+      }
+    }
+  }
+  if (single) {
+    route_ = &front.routes[key_routes_[0]];
+    pool_ = route_->pool;
+    dispatchRetrieval(line);
+    return;
+  }
+  // Across routes: one server list for all the keys' pools, then the multi-get split over it.
+  auto& counters = worker_.counters();
+  stats::bump(counters.cmd_get, n);
+  if (req_->command == Command::Gat || req_->command == Command::Gats) {
+    stats::bump(counters.cmd_touch);
+  }
+  across_servers_.clear();
+  routes_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    PoolRuntime& pool = *front.routes[key_routes_[i]].pool;
+    const std::string_view key = req_->keys[i].in(line);
+    const uint32_t s = pool.config().routing.replicas > 1
+                           ? readReplica(pool, worker_, key, src_->id())
+                           : pool.route(key);
+    BackendServer* server = pool.by_index[s];
+    auto at = std::find(across_servers_.begin(), across_servers_.end(), server);
+    routes_[i] = static_cast<uint32_t>(at - across_servers_.begin());
+    if (at == across_servers_.end()) {
+      across_servers_.push_back(server);
+    }
+  }
+  across_ = &across_servers_;
+  dispatchMultiget(line, /*warm=*/false);
+  across_ = nullptr;
+}
+
+}  // namespace mcring::core

@@ -1,0 +1,171 @@
+// Shadows: a route's copies to its shadow pool, and the agreement of shadowed reads.
+#include "proxy/dispatch/shadow.h"
+
+#include <functional>
+
+#include "proxy/backend/backend_connection.h"
+#include "proxy/backend/backend_server.h"
+#include "proxy/protocol/reply_parser.h"
+#include "proxy/routing/hash.h"
+
+namespace mcring::core {
+
+namespace {
+
+constexpr uint32_t kWriteTag = 0;       // one reply unit
+constexpr uint32_t kQuietWriteTag = 1;  // units up to the mn that was added
+constexpr uint32_t kReadTag = 2;
+
+uint64_t digestOf(std::string_view value) {
+  return std::hash<std::string_view>{}(value);
+}
+
+// What a complete reply to one read says: the first unit's kind, and its value's digest.
+ShadowProbe::Answer answerOf(std::string_view reply, uint64_t* digest) {
+  protocol::Reply rep;
+  if (protocol::ReplyParser().parse(reply, rep) != protocol::ParseStatus::Ok ||
+      rep.line_length + rep.data_length > reply.size()) {
+    return ShadowProbe::Answer::Unusable;
+  }
+  switch (rep.kind) {
+    case protocol::ReplyKind::Value:
+    case protocol::ReplyKind::MetaValue:
+      *digest = digestOf(reply.substr(rep.line_length, rep.data_length));
+      return ShadowProbe::Answer::Hit;
+    case protocol::ReplyKind::MetaHit:
+      return ShadowProbe::Answer::HitNoValue;
+    case protocol::ReplyKind::End:
+    case protocol::ReplyKind::MetaMiss:
+      return ShadowProbe::Answer::Miss;
+    default:
+      return ShadowProbe::Answer::Unusable;
+  }
+}
+
+}  // namespace
+
+Shadows::~Shadows() = default;
+
+bool Shadows::shadows(const RouteRuntime& route, std::string_view key) {
+  if (route.shadow == nullptr) {
+    return false;
+  }
+  // One fixed hash (not the pools' own): the same keys are shadowed by every proxy.
+  const uint64_t h = routing::hashKey(routing::HashFunction::Fnv1a_32, key);
+  return h < route.shadow_below;
+}
+
+BackendConnection* Shadows::connectionFor(const RouteRuntime& route, std::string_view routing_key,
+                                          uint64_t session) {
+  PoolRuntime& pool = *route.shadow;
+  BackendServer* server = pool.currentServer(routing_key);
+  BackendConnection* conn = server != nullptr ? server->connectionFor(session) : nullptr;
+  if (conn == nullptr || conn->inflightCount() >= kMaxInflight ||
+      conn->output().size() >= kMaxOutput) {
+    stats::bump(route.stats->shadow_dropped);
+    return nullptr;
+  }
+  stats::bump(route.stats->shadow_sent);
+  return conn;
+}
+
+PendingRequest* Shadows::detached(protocol::Command command) {
+  PendingRequest* r = worker_.requests().acquire();
+  r->refs = 1;
+  r->fragments_left = 1;
+  r->command = command;
+  return r;
+}
+
+ShadowProbe* Shadows::newProbe(stats::RouteStats* stats) {
+  if (free_probes_.empty()) {
+    all_probes_.push_back(std::make_unique<ShadowProbe>());
+    all_probes_.back()->free_list = &free_probes_;
+    free_probes_.push_back(all_probes_.back().get());
+  }
+  ShadowProbe* p = free_probes_.back();
+  free_probes_.pop_back();
+  p->stats = stats;
+  return p;
+}
+
+void Shadows::sendWrite(const RouteRuntime& route, std::string_view routing_key, uint64_t session,
+                        std::string_view line, const net::Buffer& in, uint64_t data_offset,
+                        uint64_t data_length, bool quiet_meta) {
+  BackendConnection* conn = connectionFor(route, routing_key, session);
+  if (conn == nullptr) {
+    return;
+  }
+  PendingRequest* r = detached(protocol::Command::Set);
+  net::Buffer& out = conn->output();
+  const size_t before = out.size();
+  out.append(line);
+  in.copyTo(out, data_offset, data_length);
+  if (quiet_meta) {
+    out.append("mn\r\n");
+  }
+  conn->expect(r, *this, quiet_meta ? kQuietWriteTag : kWriteTag,
+               quiet_meta ? Expect::UntilNoop : Expect::OneUnit, out.size() - before);
+  worker_.requests().release(r);  // the connection's reference keeps it until the reply
+}
+
+ShadowProbe* Shadows::sendRead(const RouteRuntime& route, std::string_view routing_key,
+                               std::string_view key, bool b64, uint64_t session, bool compare) {
+  BackendConnection* conn = connectionFor(route, routing_key, session);
+  if (conn == nullptr) {
+    return nullptr;
+  }
+  PendingRequest* r = detached(protocol::Command::MetaGet);
+  ShadowProbe* probe = nullptr;
+  if (compare) {
+    probe = newProbe(route.stats.get());
+    probe->refs = 2;
+    r->shadow_probe = probe;
+  }
+  net::Buffer& out = conn->output();
+  const size_t before = out.size();
+  out.append("mg ");
+  out.append(key);
+  out.append(b64 ? " b v\r\n" : " v\r\n");
+  conn->expect(r, *this, kReadTag, Expect::OneUnit, out.size() - before);
+  worker_.requests().release(r);
+  return probe;
+}
+
+void Shadows::primaryAnswered(PendingRequest& r) {
+  if (r.shadow_probe == nullptr) {
+    return;
+  }
+  uint64_t digest = 0;
+  ShadowProbe::Answer a = ShadowProbe::Answer::Unusable;
+  if (!r.refused && !r.failed && r.reply.size() > 0) {
+    a = answerOf(r.reply.contiguous(r.reply.size()), &digest);
+  }
+  r.shadow_probe->answer(false, a, digest);
+}
+
+UnitVerdict Shadows::onUnit(PendingRequest& r, uint32_t tag, const protocol::Reply& rep,
+                            std::string_view unit) {
+  if (rep.isListItem()) {
+    return UnitVerdict::Desync;
+  }
+  if (tag == kReadTag) {
+    if (r.shadow_probe != nullptr) {
+      uint64_t digest = 0;
+      const ShadowProbe::Answer a = answerOf(unit, &digest);
+      r.shadow_probe->answer(true, a, digest);
+    }
+    return UnitVerdict::Done;
+  }
+  // A write's reply is nobody's; a quiet one ends with the mn that was added.
+  return tag == kWriteTag || rep.kind == protocol::ReplyKind::MetaNoop ? UnitVerdict::Done
+                                                                       : UnitVerdict::More;
+}
+
+void Shadows::onFailure(PendingRequest& r, uint32_t tag, BackendFailure) {
+  if (tag == kReadTag && r.shadow_probe != nullptr) {
+    r.shadow_probe->answer(true, ShadowProbe::Answer::Unusable, 0);
+  }
+}
+
+}  // namespace mcring::core
