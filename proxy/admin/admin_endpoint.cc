@@ -115,11 +115,14 @@ net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
   } else if (path == "/hotkeys") {
     r.content_type = "application/json";
     r.body = hotKeysJson();
+  } else if (path == "/routes") {
+    r.content_type = "application/json";
+    r.body = routesJson(proxy_.reporter().routeReport());
   } else {
     return {404,
             "text/plain; charset=utf-8",
             "not found; try / (the console) /healthz /metrics /stats /backends /timeline /reloads "
-            "/events /hotkeys, POST /whatif/<pool>, POST /reload\n",
+            "/events /hotkeys /routes, POST /whatif/<pool>, POST /reload\n",
             {}};
   }
   return r;
@@ -183,6 +186,7 @@ std::string AdminEndpoint::metrics() const {
     out += "} 1\n";
   }
   backendMetrics(&out);
+  appendRouteMetrics(rep.routeReport(), &out);
   out += "# HELP mcring_build_info build information\n# TYPE mcring_build_info gauge\n";
   out += "mcring_build_info{version=\"" MCRING_VERSION "\"} 1\n";
   return out;

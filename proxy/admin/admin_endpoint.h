@@ -1,8 +1,8 @@
 // The admin HTTP endpoint: the console (GET /, one page compiled in), /healthz, /metrics
-// (Prometheus), /stats, /backends, /timeline, /reloads and /events (JSON), POST /whatif/<pool>
-// (what a server list would move; computes only), POST /reload. Runs on the main thread's loop;
-// changes nothing but a reload, which AdminAccess guards (Host, Origin, token). Connections are
-// capped and deadlined by net::HttpServer.
+// (Prometheus), /stats, /backends, /timeline, /reloads, /events, /hotkeys and /routes (JSON),
+// POST /whatif/<pool> (what a server list would move; computes only), POST /reload. Runs on the
+// main thread's loop; changes nothing but a reload, which AdminAccess guards (Host, Origin,
+// token). Connections are capped and deadlined by net::HttpServer.
 #pragma once
 
 #include <cstdint>

@@ -49,6 +49,10 @@ bool StatsReporter::render(std::string_view args, std::string* out) const {
     renderHotKeys(out);
     return true;
   }
+  if (args == "routes") {
+    renderRoutes(out);
+    return true;
+  }
   out->assign("ERROR\r\n");
   return false;
 }
@@ -113,6 +117,19 @@ std::vector<PoolReport> StatsReporter::backendReport() const {
     items = poller_->snapshot();
   }
   return buildBackendReport(*topology, backend_lists_, items, ejected);
+}
+
+std::vector<RouteRow> StatsReporter::routeReport() const {
+  std::shared_ptr<const config::Topology> topology = this->topology();
+  if (!topology) {
+    return {};
+  }
+  return buildRouteReport(*topology, routeStats());
+}
+
+// `stats routes`: one block per route of the topology in force (route_report.h).
+void StatsReporter::renderRoutes(std::string* out) const {
+  appendRouteStatLines(routeReport(), out);
 }
 
 // `stats backends`: one block per backend, `STAT <pool>:<server>:<field> <value>`, then the

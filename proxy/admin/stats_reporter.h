@@ -1,6 +1,6 @@
 // The proxy's own stats: its totals, summed over workers on read, which `stats` merges with the
 // pool's servers' fields (dispatch/stats_views.h), and its own views (`stats reloads`,
-// `stats backends`, `stats events`).
+// `stats backends`, `stats events`, `stats hotkeys`, `stats routes`).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +15,7 @@
 #include "config/topology.h"
 #include "proxy/admin/backend_report.h"
 #include "proxy/admin/reload_history.h"
+#include "proxy/admin/route_report.h"
 #include "proxy/stats/backend_stats.h"
 #include "proxy/stats/counters.h"
 #include "proxy/stats/pool_memory.h"
@@ -40,6 +41,9 @@ class StatsReporter final : public stats::StatsRenderer {
   std::map<std::pair<std::string, std::string>, stats::RouteTotals> routeStats() const {
     return stats::sumRouteStats(route_stats_);
   }
+  // Any thread: every route of the topology in force with its counters (none before the first
+  // topology, or when no pool has routes).
+  std::vector<RouteRow> routeReport() const;
   void setTopology(std::shared_ptr<const config::Topology> topology) {
     std::lock_guard<std::mutex> lock(mutex_);
     topology_ = std::move(topology);
@@ -76,7 +80,7 @@ class StatsReporter final : public stats::StatsRenderer {
   void countAdminRequestRefused() { admin_refused_.fetch_add(1, std::memory_order_relaxed); }
   uint64_t adminRequestsRefused() const { return admin_refused_.load(std::memory_order_relaxed); }
 
-  // Writes the reply to `stats reloads|backends|events|hotkeys` into *out ("STAT ...\r\n"...
+  // Writes the reply to `stats reloads|backends|events|hotkeys|routes` into *out ("STAT ...\r\n"...
   // "END\r\n"). Returns false (and an ERROR reply) for other arguments.
   bool render(std::string_view args, std::string* out) const override;
   void renderOwn(std::vector<std::pair<std::string, std::string>>* out) const override;
@@ -91,6 +95,7 @@ class StatsReporter final : public stats::StatsRenderer {
   void renderBackends(std::string* out) const;
   void renderEvents(std::string* out) const;
   void renderHotKeys(std::string* out) const;
+  void renderRoutes(std::string* out) const;
 
   std::vector<const stats::BackendStatsList*> backend_lists_;
   std::vector<const stats::PoolMemoryList*> pool_memory_;

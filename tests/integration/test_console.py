@@ -7,7 +7,8 @@ traffic are shown, clicks the page's reload button after adding a server to the 
 the reload and the membership change appear with the predicted and the observed miss spike,
 asks the page's what-if and compares its answer with `mcring plan`, and saves a screenshot
 (docs/console.png, which the README shows; MCRING_CONSOLE_SCREENSHOT=<path> writes it elsewhere).
-A second case fails a server under auto_eject_hosts and sees it shown as ejected. The page must
+A second case fails a server under auto_eject_hosts and sees it shown as ejected; a third draws
+the routes panel from /routes answers (hidden for this config, which has no routes). The page must
 log no error to its console. Release build only (Makefile RELEASE_TESTS): it checks the page;
 test_console_views.py checks the views it reads, under the sanitizers too.
 """
@@ -235,6 +236,76 @@ class ConsoleEjectionTest(IntegrationCase):
         self.assertIn(victim.addr, change)
         errors = list(b.console_errors)
         self.assertEqual(errors, [], "the page logged errors")
+
+
+@requires_proxy
+@unittest.skipIf(chromium_path() is None, "chromium not installed (packaging/deps.sh test)")
+class ConsoleRoutesTest(IntegrationCase):
+    """The routes panel: hidden while no pool has routes (this config has none); fed /routes
+    answers (as a routed config gives them), a row per route with its pool, request rate between
+    two answers, errors, rate-limited, shadow pool, copies and agreement."""
+
+    def setUp(self):
+        super().setUp()
+        self.start_memcacheds(1)
+        self.start_mcring(self.servers)
+        self.browser = None
+
+    def tearDown(self):
+        if self.browser:
+            self.browser.close()
+        super().tearDown()
+
+    @staticmethod
+    def answer(sess_requests, user_requests):
+        counters = lambda requests, **kw: dict(
+            {"requests": requests, "errors": 0, "rate_limited": 0, "failovers": 0,
+             "shadow_sent": 0, "shadow_dropped": 0, "shadow_compared": 0, "shadow_agreed": 0},
+            **kw)
+        route = lambda name, pool, c, shadow=None, agreement=None: {
+            "route": name, "prefix": "" if name == "default" else name,
+            "default": name == "default", "pool": pool, "shadow": shadow, "failover": [],
+            "failover_on_miss": False, "max_ttl": 0, "rate_limit": None, "counters": c,
+            "shadow_agreement": agreement}
+        return {"listeners": [
+            {"name": "front", "routes": [
+                route("sess:", "sessions",
+                      counters(sess_requests, shadow_sent=900, shadow_dropped=12,
+                               shadow_compared=400, shadow_agreed=300),
+                      {"pool": "sessions_v2", "percent": 100, "writes_only": False}, 0.75),
+                route("user:<b>", "users", counters(user_requests, errors=3, rate_limited=40)),
+                route("default", "users", counters(0))]},
+            {"name": "other", "routes": []}]}
+
+    def test_routes_panel(self):
+        self.browser = Browser()
+        b = self.browser
+        b.navigate("http://%s:%d/" % (HOST, self.mc.admin_port))
+        b.wait_for("document.body && document.body.dataset.loaded === '1'", what="first data")
+        self.assertTrue(b.evaluate("document.getElementById('routes').hidden"))
+        rows = ("[...document.querySelectorAll('#routes tr.route')].map("
+                "(r) => [...r.cells].map((c) => c.textContent))")
+        # Two answers 2 s apart. The page's own polls (this config's empty /routes) would redraw
+        # the panel hidden: from now on theirs draw nothing, the test's draw with the original.
+        b.evaluate("window.drawRoutesOf = drawRoutes; window.drawRoutes = () => {};")
+        b.evaluate("drawRoutesOf(%s, 10000)" % json.dumps(self.answer(1000, 50)))
+        self.assertFalse(b.evaluate("document.getElementById('routes').hidden"))
+        first = b.evaluate(rows)
+        self.assertEqual([r[2] for r in first], ["–", "–", "–"])  # no rate before two answers
+        b.evaluate("drawRoutesOf(%s, 12000)" % json.dumps(self.answer(1600, 250)))
+        shown = b.evaluate(rows)
+        print("routes panel: %s" % shown)
+        self.assertEqual(b.evaluate("[...document.querySelectorAll('#routes h3')].map("
+                                    "(h) => h.textContent)"), ["front"])
+        self.assertEqual(shown[0], ["sess:", "sessions", "300", "0", "0", "sessions_v2", "900",
+                                    "12", "75.0%"])
+        self.assertEqual(shown[1], ["user:<b>", "users", "100", "3", "40", "–", "–", "–", "–"])
+        self.assertEqual(shown[2], ["(default)", "users", "0", "0", "0", "–", "–", "–", "–"])
+        # A prefix is text, never markup.
+        self.assertEqual(b.evaluate("document.querySelectorAll('#routes b').length"), 0)
+        b.evaluate("drawRoutesOf({listeners: [{name: 'front', routes: []}]}, 14000)")
+        self.assertTrue(b.evaluate("document.getElementById('routes').hidden"))
+        self.assertEqual(list(b.console_errors), [], "the page logged errors")
 
 
 if __name__ == "__main__":

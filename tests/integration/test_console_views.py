@@ -1,7 +1,8 @@
 """The console's page and the views it reads, without a browser (test_console.py drives one):
 GET / is one self-contained response with its Content-Security-Policy; /backends and /timeline
 report known traffic; POST /whatif/<pool> answers what `mcring plan` would, needs no token,
-checks Host and Origin as a reload does, and changes nothing. Runs under the sanitizers too.
+checks Host and Origin as a reload does, and changes nothing; the route views (`stats routes`,
+/routes, mcring_route_*) answer for a config without routes. Runs under the sanitizers too.
 """
 
 import http.client
@@ -138,6 +139,26 @@ class ConsoleEndpointsTest(IntegrationCase):
         self.assertEqual(status, 400)
         self.assertIn("line 1", json.loads(body)["error"])
         self.assertEqual(request(port, "POST", "/whatif/nope", {}, listing)[0], 404)
+
+    def test_route_views_without_routes(self):
+        """A pool without routes: `stats routes` lists none (END, not ERROR), GET /routes lists
+        no listener, /metrics has the mcring_route_* families and no sample. (Routes in the
+        config fill them: the integrator's routes tests.)"""
+        port = self.mc.admin_port
+        with Conn(HOST, self.mc.port, timeout=5) as c:
+            self.assertEqual(c.request(b"stats routes\r\n"), b"END\r\n")
+        status, headers, body = request(port, "GET", "/routes")
+        self.assertEqual(status, 200, body)
+        self.assertEqual(headers["content-type"], "application/json")
+        self.assertEqual(json.loads(body), {"listeners": []})
+        status, _, metrics = request(port, "GET", "/metrics")
+        self.assertEqual(status, 200)
+        text = metrics.decode()
+        for family in ("requests", "errors", "rate_limited", "failovers", "shadow_sent",
+                       "shadow_dropped", "shadow_compared", "shadow_agreed"):
+            self.assertIn("# TYPE mcring_route_%s_total counter\n" % family, text)
+        self.assertIn("# TYPE mcring_route_shadow_agreement gauge\n", text)
+        self.assertNotIn("mcring_route_requests_total{", text)
 
 
 @requires_proxy

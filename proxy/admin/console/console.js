@@ -18,6 +18,7 @@ const state = {
   hotkeysWait: 0,       // polls to skip before asking /hotkeys again
   pools: {},            // name -> {section, parts}
   whatifFilled: {},     // pool -> the server list the text box was filled with
+  routesPrevious: null, // the last /routes requests counts and when they came: per-route rates
 };
 
 // ---- small helpers ------------------------------------------------------------------------------
@@ -408,7 +409,7 @@ async function runWhatIf(pool) {
       el("th", {class: "text", text: "to"}), el("th", {text: "share of all keys"}))), mv));
 }
 
-// ---- reloads, hot keys, the header --------------------------------------------------------------
+// ---- reloads, hot keys, routes, the header ------------------------------------------------------
 
 function drawReloads(reloads) {
   const tbody = document.getElementById("reload-rows");
@@ -448,6 +449,57 @@ function drawHotkeys(data) {
       el("thead", {}, el("tr", {}, el("th", {text: "key"}), el("th", {text: "req/s"}),
         el("th", {text: "share"}), el("th", {text: "error"}),
         el("th", {class: "text", text: "servers"}))), tb));
+  }
+}
+
+// Routes (/routes): per listener, a row per route: its prefix, pool, requests per second (from
+// the previous answer), errors and rate-limited requests (totals), and its shadow pool with the
+// copies sent and dropped and how often its answers agreed with the pool's. Hidden when no pool
+// has routes.
+function drawRoutes(data, now) {
+  const panel = document.getElementById("routes");
+  const body = document.getElementById("routes-body");
+  const listeners = ((data && data.listeners) || []).filter((l) => l.routes.length);
+  const prev = state.routesPrevious;
+  const requests = {};
+  for (const l of listeners) {
+    for (const r of l.routes) requests[l.name + "\n" + r.route] = r.counters.requests;
+  }
+  state.routesPrevious = {at: now, requests};
+  if (!listeners.length) {
+    panel.hidden = true;
+    return;
+  }
+  panel.hidden = false;
+  body.replaceChildren();
+  const dt = prev ? (now - prev.at) / 1000 : 0;
+  for (const l of listeners) {
+    const tb = el("tbody");
+    for (const r of l.routes) {
+      const c = r.counters;
+      const before = prev ? prev.requests[l.name + "\n" + r.route] : undefined;
+      const rate = before !== undefined && dt > 0 ? Math.max(0, c.requests - before) / dt : null;
+      const sh = r.shadow;
+      const shadowText = sh ? sh.pool + (sh.percent < 100 ? ` (${sh.percent}% of keys)` : "") +
+                              (sh.writes_only ? " writes only" : "") : "–";
+      tb.append(el("tr", {class: "route", "data-listener": l.name, "data-route": r.route},
+        el("td", {class: r.default ? "muted" : "", text: r.default ? "(default)" : r.prefix}),
+        el("td", {class: "text", text: r.pool}),
+        el("td", {text: rate === null ? "–" : num(rate)}),
+        el("td", {class: c.errors > 0 ? "bad" : "", text: num(c.errors)}),
+        el("td", {class: c.rate_limited > 0 ? "warn" : "", text: num(c.rate_limited)}),
+        el("td", {class: "text", text: shadowText}),
+        el("td", {text: sh ? num(c.shadow_sent) : "–"}),
+        el("td", {class: c.shadow_dropped > 0 ? "warn" : "",
+                  text: sh ? num(c.shadow_dropped) : "–"}),
+        el("td", {class: "agreement", text: pct(r.shadow_agreement)})));
+    }
+    body.append(el("h3", {text: l.name}), el("table", {},
+      el("thead", {}, el("tr", {},
+        el("th", {text: "prefix"}), el("th", {class: "text", text: "pool"}),
+        el("th", {text: "req/s"}), el("th", {text: "errors"}), el("th", {text: "rate-limited"}),
+        el("th", {class: "text", text: "shadow pool"}), el("th", {text: "shadow sent"}),
+        el("th", {text: "dropped"}), el("th", {text: "agreement"}))), tb));
   }
 }
 
@@ -492,9 +544,9 @@ function drawSummary(stats, backends) {
 
 async function poll() {
   try {
-    const [stats, backends, timeline, events, reloads, hotkeys] = await Promise.all([
+    const [stats, backends, timeline, events, reloads, hotkeys, routes] = await Promise.all([
       getJson("/stats"), getJson("/backends"), getJson("/timeline"), getJson("/events"),
-      getJson("/reloads"), fetchHotkeys()]);
+      getJson("/reloads"), fetchHotkeys(), getJson("/routes")]);
     const now = Date.now();
     updateRates(backends, now);
     drawSummary(stats, backends);
@@ -528,6 +580,7 @@ async function poll() {
     }
     drawReloads(reloads);
     drawHotkeys(hotkeys);
+    drawRoutes(routes, now);
     document.body.dataset.loaded = "1";
     setStatus("updated " + new Date(now).toLocaleTimeString());
   } catch (err) {
