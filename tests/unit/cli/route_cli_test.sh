@@ -54,4 +54,27 @@ expect "other" "$(sed -n 3p <<<"$out")" "other${tab}no route"
 # --- an ordinary pool: KEY<TAB>HOST:PORT[<TAB>NAME] as before -------------------------------------
 expect "ordinary" "$("$mcring" route -c "$tmp/nodefault.yml" --pool b k)" "k${tab}127.0.0.1:11302${tab}bee"
 expect "local.yml" "$("$mcring" route -c "$examples/local.yml" foo)" "foo${tab}127.0.0.1:11301"
+
+# --- mcring plan: the key families a route change sends to another pool --------------------------
+sed -e 's/^      pool: sessions$/      pool: sessions_v2/' \
+    -e 's/shadow: { pool: sessions_v2, percent: 100 }/shadow: { pool: sessions, percent: 100 }/' \
+    -e 's/^    - default: users /    - { prefix: "new:", pool: users_dr }\n    - default: users /' \
+    "$examples/routes.yml" >"$tmp/routes_new.yml"
+grep -q 'prefix: "new:"' "$tmp/routes_new.yml" || fail "routes_new.yml not edited"
+out=$("$mcring" plan "$examples/routes.yml" "$tmp/routes_new.yml" --pool front)
+printf '%s\n' "$out"
+grep -Eq "^  'sess:'\.\.\. +sess: -> sessions +sess: -> sessions_v2 +MOVES" <<<"$out" || fail "sess: moves"
+grep -Eq "^  'new:'\.\.\. +default -> users +new: -> users_dr +MOVES" <<<"$out" || fail "new: moves"
+grep -Eq "^  'user:'\.\.\. +user: -> users +user: -> users +stays" <<<"$out" || fail "user: stays"
+grep -Eq "^  other keys +default -> users +default -> users +stays" <<<"$out" || fail "others stay"
+grep -q "2 of 4 key families change pool." <<<"$out" || fail "count"
+"$mcring" plan "$examples/routes.yml" "$tmp/routes_new.yml" --json >"$tmp/plan.json"
+/usr/bin/python3 - "$tmp/plan.json" <<'PY'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+front = [p for p in doc["routed_pools"] if p["pool"] == "front"][0]
+moved = {r["prefix"]: r["after"]["pool"] for r in front["routes"] if r["moves"]}
+assert moved == {"sess:": "sessions_v2", "new:": "users_dr"}, moved
+assert all(p["name"] != "front" for p in doc["pools"]), "front has no servers of its own"
+PY
 echo "PASS"
