@@ -70,7 +70,7 @@ struct ShadowConfig {
   std::string pool;
   uint32_t percent = 100;    // of keys, chosen by key hash: a key is always or never shadowed
   bool writes_only = false;  // mirror only writes (no agreement is measured then)
-  Mark mark;
+  Mark mark;                 // of shadow's `pool`
 };
 
 // A token bucket for the whole process: beyond it a request is refused at once.
@@ -89,6 +89,8 @@ struct RouteConfig {
   bool failover_on_miss = false;      // ...and on a miss
   std::optional<RateLimitConfig> rate_limit;
   Mark mark;
+  Mark pool_mark;                    // of `pool` (or `default`), for errors about that pool
+  std::vector<Mark> failover_marks;  // parallel to failover
   // How stats, metrics and logs name it: the prefix, or "default".
   std::string name() const { return is_default ? std::string("default") : prefix; }
 };

@@ -21,6 +21,76 @@ std::string str(T v) {
   return std::to_string(v);
 }
 
+std::string showAddress(const PoolConfig& p) {
+  return p.listens ? p.listen.toString() : "none";
+}
+
+std::string routeLabel(const RouteConfig& r) {
+  return r.is_default ? "route default" : "route '" + r.prefix + "'";
+}
+
+std::string showShadow(const std::optional<ShadowConfig>& s) {
+  if (!s) {
+    return "none";
+  }
+  return s->pool + " " + std::to_string(s->percent) + "%" + (s->writes_only ? " writes_only" : "");
+}
+
+std::string showFailover(const std::vector<std::string>& pools) {
+  std::string out = "[";
+  for (size_t i = 0; i < pools.size(); ++i) {
+    out += (i ? "," : "") + pools[i];
+  }
+  return out + "]";
+}
+
+std::string showRateLimit(const std::optional<RateLimitConfig>& r) {
+  if (!r) {
+    return "none";
+  }
+  return std::to_string(r->requests_per_second) + "/s burst " + std::to_string(r->burst);
+}
+
+std::string showTtl(uint32_t ttl) {
+  return ttl == 0 ? "none" : std::to_string(ttl);
+}
+
+// Routes are matched by prefix (the default with the default): their order does not matter.
+void diffRoutes(const PoolConfig& a, const PoolConfig& b, std::vector<std::string>* out) {
+  auto find = [](const PoolConfig& p, const RouteConfig& like) -> const RouteConfig* {
+    for (const RouteConfig& r : p.routes) {
+      if (r.is_default == like.is_default && r.prefix == like.prefix) {
+        return &r;
+      }
+    }
+    return nullptr;
+  };
+  for (const RouteConfig& after : b.routes) {
+    const RouteConfig* before = find(a, after);
+    const std::string label = routeLabel(after);
+    if (before == nullptr) {
+      out->push_back("+" + label + " -> " + after.pool);
+      continue;
+    }
+    auto change = [&](const char* what, const std::string& x, const std::string& y) {
+      if (x != y) {
+        out->push_back(label + " " + what + " " + x + "->" + y);
+      }
+    };
+    change("pool", before->pool, after.pool);
+    change("shadow", showShadow(before->shadow), showShadow(after.shadow));
+    change("max_ttl", showTtl(before->max_ttl), showTtl(after.max_ttl));
+    change("failover", showFailover(before->failover), showFailover(after.failover));
+    change("failover_on_miss", str(before->failover_on_miss), str(after.failover_on_miss));
+    change("rate_limit", showRateLimit(before->rate_limit), showRateLimit(after.rate_limit));
+  }
+  for (const RouteConfig& before : a.routes) {
+    if (find(b, before) == nullptr) {
+      out->push_back("-" + routeLabel(before));
+    }
+  }
+}
+
 PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
   PoolDiff d;
   d.pool = a.name;
@@ -61,7 +131,7 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
     }
   }
   auto& k = d.keys_changed;
-  keyChange(&k, "listen", a.listen.toString(), b.listen.toString());
+  keyChange(&k, "listen", showAddress(a), showAddress(b));
   keyChange(&k, "hash", std::string(routing::hashFunctionName(a.routing.hash)),
             std::string(routing::hashFunctionName(b.routing.hash)));
   keyChange(&k, "distribution", std::string(routing::distributionName(a.routing.distribution)),
@@ -133,6 +203,7 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
   keyChange(&k, "server_tls_verify", str(a.server_tls_verify), str(b.server_tls_verify));
   keyChange(&k, "client_auth_file", a.client_auth_file, b.client_auth_file);
   keyChange(&k, "server_auth_file", a.server_auth_file, b.server_auth_file);
+  diffRoutes(a, b, &d.routes_changed);
   return d;
 }
 
@@ -191,6 +262,10 @@ std::string ConfigDiff::summary() const {
       body.append("server order changed");
     }
     appendList(&body, "keys ", p.keys_changed);
+    for (const std::string& r : p.routes_changed) {
+      body.append(body.empty() ? "" : ", ");
+      body.append(r);
+    }
     out.insert(start, body);
   }
   for (const auto& name : pools_added) {

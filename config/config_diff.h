@@ -16,9 +16,13 @@ struct PoolDiff {
   std::vector<std::string> servers_renamed;     // "id name 'a'->'b'"
   bool server_order_changed = false;            // matters for modula
   std::vector<std::string> keys_changed;        // other pool keys, "timeout 1000->250"
+  // "route 'user:' pool users->users2", "+route 'sess:' -> sessions", "-route 'x:'" (the default
+  // route is "route default"); a route's place in the list does not matter (longest prefix wins).
+  std::vector<std::string> routes_changed;
   bool empty() const {
     return servers_added.empty() && servers_removed.empty() && servers_reweighted.empty() &&
-           servers_renamed.empty() && !server_order_changed && keys_changed.empty();
+           servers_renamed.empty() && !server_order_changed && keys_changed.empty() &&
+           routes_changed.empty();
   }
 };
 
@@ -31,6 +35,7 @@ struct ConfigDiff {
   }
   bool serversChanged() const;
   // One line: "pool 'a': +1 server (127.0.0.1:11304), ~weight 127.0.0.1:11301 1->2; pool 'b' added"
+  // (a pool's route changes follow its key changes: "route 'user:' pool users->users2, ...")
   std::string summary() const;
 };
 

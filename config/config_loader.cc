@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "config/config.h"
@@ -111,6 +112,27 @@ class YamlValue : public ValueReader {
     return elements;
   }
 
+  std::optional<std::vector<Entry>> mapping(std::string_view what) override {
+    if (!node_.IsMap()) {
+      mismatch(what);
+      return std::nullopt;
+    }
+    std::vector<Entry> entries;
+    for (const auto& entry : node_) {
+      Mark key_mark = toMark(entry.first.Mark());
+      if (!entry.first.IsScalar()) {
+        diagnostics_.add(key_mark.line == 0 ? mark() : key_mark, context_,
+                         "expected a key name, got " + describe(entry.first));
+        continue;
+      }
+      const std::string& key = entry.first.Scalar();
+      entries.push_back({key, key_mark,
+                         std::make_unique<YamlValue>(entry.second, key_mark, context_ + ": " + key,
+                                                     diagnostics_)});
+    }
+    return entries;
+  }
+
   Mark mark() const override {
     Mark own = toMark(node_.Mark());
     return node_.IsNull() || own.line == 0 ? key_mark_ : own;
@@ -138,6 +160,7 @@ struct LoadedPool {
   PoolConfig config;
   std::map<std::string, Mark, std::less<>> key_marks;
   size_t errors_before = 0;  // diagnostics count when the pool started
+  bool clean = false;        // no error in the pool itself (its routes can be cross-checked)
 };
 
 std::string digestOf(std::string_view bytes);
@@ -308,6 +331,7 @@ class Loader {
       diagnostics_.add(toMark(root.Mark()), "", "no pools defined");
     }
     checkListenAddresses();
+    checkRoutes();
     return finish();
   }
 
@@ -342,16 +366,26 @@ class Loader {
     for (const auto& entry : value) {
       loadKey(pool, context, entry.first, entry.second);
     }
+    const bool has_routes = pool.key_marks.contains("routes");
+    pool.config.listens = pool.key_marks.contains("listen");
     for (const PoolKey& k : poolKeys()) {
-      if (k.required && !pool.key_marks.contains(k.name)) {
+      // A pool with routes has no servers of its own: its routes' pools have them.
+      bool exempt = has_routes && k.name == "servers";
+      if (k.required && !exempt && !pool.key_marks.contains(k.name)) {
         diagnostics_.add(mark, context, "missing required key " + quoted(k.name));
       }
     }
+    if (has_routes) {
+      checkRoutedPool(pool, context);
+    }
     if (diagnostics_.count() == pool.errors_before) {
-      checkRouting(pool, context);
+      if (!has_routes) {
+        checkRouting(pool, context);
+      }
       checkReplication(pool, context);
       checkTls(pool, context);
     }
+    pool.clean = diagnostics_.count() == pool.errors_before;
     pools_.push_back(std::move(pool));
   }
 
@@ -394,6 +428,99 @@ class Loader {
       message += (i == 0 ? "" : ", ") + std::string(names[i]);
     }
     return message + ")";
+  }
+
+  // A pool with routes is a front listener: it has a listen address and no servers.
+  void checkRoutedPool(const LoadedPool& pool, const std::string& context) {
+    const auto& marks = pool.key_marks;
+    if (!marks.contains("listen")) {
+      diagnostics_.add(marks.at("routes"), context,
+                       "a pool with routes needs 'listen' (it is the listener its routes serve)");
+    }
+    if (auto servers = marks.find("servers"); servers != marks.end()) {
+      diagnostics_.add(servers->second, context,
+                       "a pool with routes has no servers of its own (its routes' pools have "
+                       "them): remove 'servers' or 'routes'");
+    }
+  }
+
+  const LoadedPool* findLoaded(std::string_view name) const {
+    for (const LoadedPool& p : pools_) {
+      if (p.config.name == name) {
+        return &p;
+      }
+    }
+    return nullptr;
+  }
+
+  // A pool a route sends to: one that exists, with servers and no routes (routes do not nest).
+  void checkTarget(std::string_view name, Mark at, const std::string& context) {
+    const LoadedPool* target = findLoaded(name);
+    if (target == nullptr) {
+      std::vector<std::string_view> names;
+      for (const LoadedPool& p : pools_) {
+        if (!p.key_marks.contains("routes")) {
+          names.push_back(p.config.name);
+        }
+      }
+      std::string message = "no pool named " + quoted(name);
+      std::string_view near = closestName(name, names);
+      if (!near.empty()) {
+        message += "; did you mean " + quoted(near) + "?";
+      }
+      diagnostics_.add(at, context, message);
+      return;
+    }
+    if (target->key_marks.contains("routes")) {
+      diagnostics_.add(at, context,
+                       "pool " + quoted(name) +
+                           " has routes of its own; a route sends to a pool with servers "
+                           "(routes do not nest)");
+    }
+    // A target without servers already has its own error ("missing required key").
+  }
+
+  // Across pools: every route names pools that can take its keys, and every pool is reachable
+  // (it listens, or some route sends to it).
+  void checkRoutes() {
+    std::set<std::string, std::less<>> sent_to;
+    for (const LoadedPool& pool : pools_) {
+      const std::string context = "pool " + quoted(pool.config.name);
+      const auto& routes = pool.config.routes;
+      for (size_t i = 0; i < routes.size(); ++i) {
+        const RouteConfig& r = routes[i];
+        const std::string where = context + ": routes[" + std::to_string(i) + "]";
+        sent_to.insert(r.pool);
+        if (r.shadow) {
+          sent_to.insert(r.shadow->pool);
+        }
+        sent_to.insert(r.failover.begin(), r.failover.end());
+        if (!pool.clean) {
+          continue;  // its own errors come first
+        }
+        checkTarget(r.pool, r.pool_mark, where + (r.is_default ? ": default" : ": pool"));
+        if (r.shadow) {
+          checkTarget(r.shadow->pool, r.shadow->mark, where + ": shadow: pool");
+        }
+        for (size_t f = 0; f < r.failover.size(); ++f) {
+          checkTarget(r.failover[f], r.failover_marks[f],
+                      where + ": failover[" + std::to_string(f) + "]");
+        }
+      }
+    }
+    for (const LoadedPool& pool : pools_) {
+      if (pool.key_marks.contains("routes") && !pool.clean) {
+        return;  // its routes are not known: which pools it sends to is anyone's guess
+      }
+    }
+    for (const LoadedPool& pool : pools_) {
+      if (!pool.key_marks.contains("listen") && !pool.key_marks.contains("routes") &&
+          !sent_to.contains(pool.config.name)) {
+        diagnostics_.add(
+            pool.config.mark, "pool " + quoted(pool.config.name),
+            "pool " + quoted(pool.config.name) + " has no listen and no route sends to it");
+      }
+    }
   }
 
   // Whether the pool's routing options fit its servers (weights with a distribution that has
@@ -459,6 +586,10 @@ class Loader {
          {&c.tls_cert, &c.tls_key, &c.tls_ca, &c.server_tls_ca, &c.server_tls_cert,
           &c.server_tls_key, &c.client_auth_file, &c.server_auth_file}) {
       *path = relativeToConfig(*path);
+    }
+    if (c.tlsListening() && !c.listens) {
+      diagnostics_.add(at(c.listen_tls ? "listen_tls" : "tls_listen"), context,
+                       "a TLS listener needs 'listen' (this pool has no listener)");
     }
     if (c.tlsListening() && (c.tls_cert.empty() || c.tls_key.empty())) {
       diagnostics_.add(at(c.listen_tls ? "listen_tls" : "tls_listen"), context,

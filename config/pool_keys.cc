@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "config/parse.h"
+#include "config/route_keys.h"
 #include "proxy/routing/hash.h"
 #include "proxy/routing/router.h"
 
@@ -198,9 +199,10 @@ void setServers(ValueReader& v, PoolConfig& pool) {
 const std::array kPoolKeys = {
     // ---------------------------------------------------------------- twemproxy's keys
     PoolKey{
-        .name = "listen", .type = "address", .origin = KeyOrigin::Twemproxy, .required = true,
+        .name = "listen", .type = "address", .origin = KeyOrigin::Twemproxy,
         .meaning = "Where clients connect: `host:port`, `[ipv6]:port`, or an absolute unix socket "
-                   "path with an optional octal mode (`/var/run/mcring.sock 0666`).",
+                   "path with an optional octal mode (`/var/run/mcring.sock 0666`). Required, "
+                   "except for a pool that is only a route's pool (then it has no listener).",
         .apply = [](ValueReader& v, PoolConfig& p) {
           auto text = v.scalar("an address 'host:port' or '/path/to/socket [mode]'");
           std::string error;
@@ -356,8 +358,16 @@ const std::array kPoolKeys = {
                    "`/path/to/socket:weight [name]`. Weight 1..2147483647 (required, as in "
                    "twemproxy); the name, when given, replaces `host:port` in the ketama ring, so "
                    "a server can move without moving its keys. No two entries may share "
-                   "`host:port` or a name.",
+                   "`host:port` or a name. Not with `routes` (a routed pool's servers are its "
+                   "routes' pools').",
         .apply = &setServers,
+    },
+    PoolKey{
+        .name = "routes", .type = "list", .origin = KeyOrigin::Mcring,
+        .meaning = "This pool is a front listener whose keys go to other pools by prefix (see "
+                   "[Routes](#routes)): then it has `listen` and no `servers`; its client-side "
+                   "keys govern its clients, the routes' pools' server-side keys their servers.",
+        .apply = &setRoutes,
     },
     PoolKey{
         .name = "redis", .type = "bool", .origin = KeyOrigin::Twemproxy,

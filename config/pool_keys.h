@@ -32,6 +32,16 @@ class ValueReader {
   virtual std::optional<std::vector<std::unique_ptr<ValueReader>>> sequence(
       std::string_view what) = 0;
 
+  // A mapping's entries in file order, each value reporting under "<context>: <key>". A key
+  // that is not a scalar is reported and skipped. On anything else reports "expected <what>,
+  // got ..." and returns nullopt.
+  struct Entry {
+    std::string key;
+    Mark key_mark;
+    std::unique_ptr<ValueReader> value;
+  };
+  virtual std::optional<std::vector<Entry>> mapping(std::string_view what) = 0;
+
   virtual Mark mark() const = 0;
   virtual std::string context() const = 0;
   virtual void error(std::string message) = 0;

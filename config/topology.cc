@@ -36,13 +36,15 @@ std::shared_ptr<const Topology> Topology::build(const Config& config, uint64_t g
     auto pool = std::make_shared<PoolTopology>();
     pool->config = pc;
     std::string err;
-    auto listen = resolveAddress(pc.listen, &err);
-    if (!listen) {
-      errors->push_back("pool '" + pc.name + "': listen: " + err);
-      ok = false;
-      continue;
+    if (pc.listens) {
+      auto listen = resolveAddress(pc.listen, &err);
+      if (!listen) {
+        errors->push_back("pool '" + pc.name + "': listen: " + err);
+        ok = false;
+        continue;
+      }
+      pool->listen_address = *listen;
     }
-    pool->listen_address = *listen;
     if (pc.tls_listen) {
       auto tls_listen = resolveAddress(*pc.tls_listen, &err);
       if (!tls_listen) {
@@ -81,6 +83,11 @@ std::shared_ptr<const Topology> Topology::build(const Config& config, uint64_t g
       specs.push_back(sc.spec);
     }
     if (!ok) {
+      continue;
+    }
+    if (pc.routed()) {
+      // No servers of its own: Router::build refuses an empty list, and nothing routes by it.
+      topo->pools.push_back(std::move(pool));
       continue;
     }
     auto router = routing::Router::build(specs, pc.routing, &err);

@@ -19,8 +19,9 @@ namespace mcring::config {
 struct PoolTopology {
   PoolConfig config;
   std::vector<common::SocketAddress> server_addresses;  // parallel to config.servers
+  // Null for a pool with routes (config.routed()): it has no servers; its routes' pools route.
   std::shared_ptr<const routing::Router> router;
-  common::SocketAddress listen_address;
+  common::SocketAddress listen_address;  // unset when !config.listens (only routed to)
   std::optional<common::SocketAddress> tls_listen_address;
   // client_auth_file / server_auth_file as read when this snapshot was built (null: none).
   std::shared_ptr<const Credentials> client_credentials;

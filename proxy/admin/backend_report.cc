@@ -31,7 +31,8 @@ std::vector<PoolReport> buildBackendReport(
   for (const auto& pool : topology.pools) {
     PoolReport report;
     report.pool = pool->config.name;
-    std::vector<double> owned = pool->router->ownership();
+    // A pool with routes has no router (and no servers).
+    std::vector<double> owned = pool->router ? pool->router->ownership() : std::vector<double>{};
     std::vector<double> req, keys, own, held;
     for (size_t i = 0; i < pool->config.servers.size(); ++i) {
       const auto& sc = pool->config.servers[i];

@@ -134,8 +134,8 @@ void MembershipMonitor::onTopologyChange(const config::Topology& before,
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& p : after.pools) {
     const config::PoolTopology* old = before.findPool(p->config.name);
-    if (old == nullptr) {
-      continue;
+    if (old == nullptr || old->router == nullptr || p->router == nullptr) {
+      continue;  // new, or a pool with routes (no servers of its own) before or after
     }
     std::vector<std::string> before_ids = identities(*old);
     std::vector<std::string> after_ids = identities(*p);

@@ -21,6 +21,7 @@
 
 #include "config/change_plan.h"
 #include "config/config.h"
+#include "proxy/cli/route_plan.h"
 #include "proxy/common/json.h"
 #include "proxy/routing/migration.h"
 #include "proxy/routing/router.h"
@@ -38,7 +39,9 @@ void usage(FILE* out) {
                "moved fraction, where the moving keys go, and each server's share before and\n"
                "after, beside what modula would move for the same change. When a side has\n"
                "replicas > 1, also the share of keys whose replica set changes and each\n"
-               "server's replica-set membership gained and lost.\n"
+               "server's replica-set membership gained and lost. For a pool with routes, each\n"
+               "key family (the keys under a prefix, and the keys no prefix matches) whose\n"
+               "route sends it to another pool.\n"
                "  --pool NAME  only this pool (default: every pool present in both files)\n"
                "  --json       machine-readable output\n"
                "  -h, --help   this help\n");
@@ -453,7 +456,12 @@ int runPlanCommand(int argc, char** argv) {
   }
 
   std::vector<config::PoolChangePlan> plans;
+  std::vector<RoutePlan> route_plans;  // pools with routes on a side: no servers of their own
   for (const auto& [a, b] : pairs) {
+    if (a->routed() || b->routed()) {
+      route_plans.push_back(planRouteChange(*a, *b));
+      continue;
+    }
     std::string error;
     std::optional<config::PoolChangePlan> p = config::planPoolChange(*a, *b, &error);
     if (!p) {
@@ -478,6 +486,14 @@ int runPlanCommand(int argc, char** argv) {
     appendStringArray(&out, only_old);
     out += ",\"pools_only_in_new\":";
     appendStringArray(&out, only_new);
+    if (!route_plans.empty()) {
+      out += ",\"routed_pools\":[";
+      for (size_t i = 0; i < route_plans.size(); ++i) {
+        out += i ? "," : "";
+        appendRoutePlanJson(&out, route_plans[i]);
+      }
+      out += "]";
+    }
     out += "}\n";
   } else {
     out += "mcring plan: " + old_path + " -> " + new_path + "\n";
@@ -486,6 +502,9 @@ int runPlanCommand(int argc, char** argv) {
         "cache miss on its new server until it is set again.\n\n";
     for (const auto& p : plans) {
       renderPoolHuman(p, &out);
+    }
+    for (const auto& p : route_plans) {
+      renderRoutePlanHuman(p, &out);
     }
     if (!only_old.empty()) {
       out += "Pools only in OLD (removed): " + joinOrNone(only_old) + "\n";

@@ -159,6 +159,18 @@ bool Proxy::start() {
     });
   }
   for (const auto& pool : topology_->pools) {
+    if (!pool->config.listens) {
+      MCRING_LOG(Notice, "pool '%s' (routed to, no listener), %zu servers, %s/%s",
+                 pool->config.name.c_str(), pool->config.servers.size(),
+                 std::string(routing::distributionName(pool->config.routing.distribution)).c_str(),
+                 std::string(routing::hashFunctionName(pool->config.routing.hash)).c_str());
+      continue;
+    }
+    if (pool->config.routed()) {
+      MCRING_LOG(Notice, "pool '%s' listening on %s, %zu routes", pool->config.name.c_str(),
+                 pool->listen_address.toString().c_str(), pool->config.routes.size());
+      continue;
+    }
     std::string where = pool->listen_address.toString() + (pool->config.listen_tls ? " (TLS)" : "");
     if (pool->tls_listen_address) {
       where += " and " + pool->tls_listen_address->toString() + " (TLS)";
@@ -187,6 +199,9 @@ bool Proxy::syncListeners(const config::Topology& topology) {
   std::vector<Wanted> wanted;
   for (const auto& pool : topology.pools) {
     const config::PoolConfig& c = pool->config;
+    if (!c.listens) {
+      continue;  // only routed to: a listener it had before closes below
+    }
     wanted.push_back({c.name, c.name, &pool->listen_address, c.listen.unix_mode, false});
     if (pool->tls_listen_address) {
       wanted.push_back(

@@ -336,9 +336,9 @@ a:
               "t.yml:6:1: pool 'a': duplicate pool name (first at line 1)"});
 }
 
-TEST_CASE("missing listen") {
+TEST_CASE("missing listen, and no route sends to the pool") {
   CHECK(errorsOf("a:\n  servers: [127.0.0.1:2:1]\n") ==
-        Errors{"t.yml:1:1: pool 'a': missing required key 'listen'"});
+        Errors{"t.yml:1:1: pool 'a': pool 'a' has no listen and no route sends to it"});
 }
 
 // --- types ---
