@@ -5,6 +5,7 @@
 #include <ostream>
 
 #include "config/config.h"
+#include "config/topology.h"
 
 namespace mcring::config {
 namespace {
@@ -133,6 +134,27 @@ TEST_CASE("config/examples/routes.yml loads: one routed listener, four pools rou
     listening += p.listens ? 1 : 0;
   }
   CHECK(listening == 1);
+}
+
+TEST_CASE("Topology builds a pool with routes (no router) and pools without listen") {
+  LoadResult r = loadConfigFile("config/examples/routes.yml");
+  REQUIRE(r.ok());
+  std::vector<std::string> errors;
+  auto topo = Topology::build(*r.config, 1, &errors);
+  for (const std::string& e : errors) {
+    FAIL_CHECK(e);
+  }
+  REQUIRE(topo);
+  const PoolTopology* front = topo->findPool("front");
+  REQUIRE(front);
+  CHECK(front->router == nullptr);  // no servers of its own: Router::build refuses 0 servers
+  CHECK(front->server_addresses.empty());
+  CHECK(front->listen_address.toString() == "127.0.0.1:22122");
+  const PoolTopology* users = topo->findPool("users");
+  REQUIRE(users);
+  CHECK(users->router != nullptr);
+  CHECK(users->server_addresses.size() == 2);
+  CHECK(!users->config.listens);
 }
 
 TEST_CASE("shadow writes_only and percent, failover_on_miss, burst default") {
