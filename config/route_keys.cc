@@ -130,6 +130,10 @@ std::optional<std::string> prefixOf(ValueReader& v) {
             std::to_string(kMaxRoutePrefix) + ")");
     return std::nullopt;
   }
+  if (*text == "default") {
+    v.error("prefix 'default' would share the default route's name in stats and metrics");
+    return std::nullopt;
+  }
   for (unsigned char c : *text) {
     if (c <= ' ' || c == 0x7f) {
       v.error("a prefix cannot hold whitespace or control bytes (memcached keys do not)");
