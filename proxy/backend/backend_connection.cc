@@ -865,6 +865,7 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
     PendingRequest* r = f.req;
     switch (f.delivery) {
       case Delivery::Direct:
+        r->backend_failed = true;
         if (r->replica_read) {
           // The next replica may serve it (failover.h); with none left, unavailable_reads
           // answers it there.

@@ -252,12 +252,30 @@ struct PendingRequest {
   // a shadowed read's comparison with its shadow's answer (dispatch/shadow.h).
   stats::RouteStats* route_stats = nullptr;
   ShadowProbe* shadow_probe = nullptr;
+  // A route's failover (dispatch/route_failover.h), for a single-key request: the pools still
+  // to try, in order (from route_next), the request as sent (route_resend, with its data block)
+  // and how its reply ends. Never streamed (rewrites): a failed reply is replaced.
+  std::vector<PoolRuntime*> route_failover;
+  uint8_t route_next = 0;
+  bool route_failover_on_miss = false;
+  Expect route_expect = Expect::OneUnit;
+  std::string route_resend;
+  // A Direct request whose server failed or was unavailable: its reply is mcring's (the
+  // failure, a miss by unavailable_reads, or nothing for classic noreply), not the server's.
+  bool backend_failed = false;
 
   void reset() {
     session = nullptr;
     pool = nullptr;
     route_stats = nullptr;
     ShadowProbe::release(shadow_probe);
+    if (!route_failover.empty()) {
+      route_failover.clear();
+      route_resend.clear();
+    }
+    route_next = 0;
+    route_failover_on_miss = false;
+    backend_failed = false;
     refs = 0;
     fragments_left = 0;
     complete = false;

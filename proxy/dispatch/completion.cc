@@ -4,6 +4,7 @@
 #include "proxy/backend/spread_write.h"
 #include "proxy/dispatch/failover.h"
 #include "proxy/dispatch/multiget.h"
+#include "proxy/dispatch/route_failover.h"
 #include "proxy/dispatch/shadow.h"
 #include "proxy/dispatch/warmup.h"
 #include "proxy/protocol/reply_lines.h"
@@ -17,6 +18,9 @@ bool composeReply(PendingRequest& r, WorkerContext& worker) {
     case Shape::Direct:
       if (continueReadFailover(r, worker)) {
         return false;  // gone on to the key's next replica
+      }
+      if (continueRouteFailover(r, worker)) {
+        return false;  // gone on to the route's next pool
       }
       if (r.refused) {
         r.reply.drain(r.reply.size());
@@ -67,7 +71,7 @@ bool completeRequest(PendingRequest& r, WorkerContext& worker) {
   if (!composeReply(r, worker)) {
     return false;  // gone on (a second hop, a next replica)
   }
-  if (r.shadow_probe != nullptr) {
+  if (r.shadow_probe != nullptr && r.session != nullptr) {  // not the shadow's own copy
     Shadows::primaryAnswered(r);
   }
   if (r.route_stats != nullptr && isErrorReply(r)) {

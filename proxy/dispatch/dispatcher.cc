@@ -11,6 +11,7 @@
 #include "proxy/common/log.h"
 #include "proxy/dispatch/failover.h"
 #include "proxy/dispatch/multiget.h"
+#include "proxy/dispatch/route_failover.h"
 #include "proxy/dispatch/spread_fill.h"
 #include "proxy/dispatch/unavailable.h"
 #include "proxy/dispatch/warmup.h"
@@ -102,6 +103,16 @@ PendingRequest* Dispatcher::newRequest(protocol::Command command) {
   r->pool = pool_;
   if (route_ != nullptr) {
     r->route_stats = route_->stats.get();
+  }
+  if (failover_ready_) {
+    // Its route may send it on to the next pool (route_failover.h): kept whole, never streamed.
+    r->route_failover.assign(route_->failover.begin(), route_->failover.end());
+    r->route_failover_on_miss = route_->config->failover_on_miss;
+    r->route_expect = failover_expect_;
+    r->route_resend.swap(failover_bytes_);
+    r->failover_key.assign(failover_key_);
+    r->rewrites = true;
+    failover_ready_ = false;
   }
   if (probe_ != nullptr) {
     // A shadowed read: its whole reply is compared with the shadow's when complete.
@@ -650,11 +661,33 @@ void Dispatcher::countForBackend(BackendServer& server, std::string_view key) {
 void Dispatcher::failUnavailable(PendingRequest* r, BackendServer& server, uint64_t bytes) {
   src_->input().drain(bytes);
   server.countFailure(server.lastFailure());
+  if (!r->route_failover.empty()) {
+    // Its route may have another pool for it (route_failover.h).
+    r->backend_failed = true;
+    if (!answerUnavailable(*r, 0, server, server.lastFailure(), worker_)) {
+      r->reply.append(backendFailureReply(server.lastFailure()));
+    }
+    if (continueRouteFailover(*r, worker_)) {
+      return;
+    }
+    if (r->reply.size() > 0 && r->reply.contiguous(1)[0] == 'S') {  // SERVER_ERROR, not a miss
+      stats::bump(worker_.counters().server_errors);
+      stats::bump(r->route_stats->errors);
+      if (r->noreply) {
+        r->reply.drain(r->reply.size());
+      }
+    }
+    src_->completeWith(r, std::string_view());
+    return;
+  }
   if (answerUnavailable(*r, 0, server, server.lastFailure(), worker_)) {
     src_->completeWith(r, std::string_view());
     return;
   }
   stats::bump(worker_.counters().server_errors);
+  if (r->route_stats != nullptr) {
+    stats::bump(r->route_stats->errors);
+  }
   src_->completeWith(r,
                      r->noreply ? std::string_view() : backendFailureReply(server.lastFailure()));
 }

@@ -47,6 +47,7 @@ class Dispatcher {
     req_ = &req;
     route_ = nullptr;
     across_ = nullptr;
+    failover_ready_ = false;
   }
   // The request's FIFO slot, tagged with the pool it is routed to (and its route, and a
   // shadowed read's probe).
@@ -61,6 +62,7 @@ class Dispatcher {
   std::string_view capTtl(std::string_view line, uint32_t max_ttl);
   void shadowKeyed(std::string_view line, std::string_view key);
   void routedServers(std::vector<BackendServer*>& out) const;
+  void prepareRouteFailover(std::string_view line, std::string_view key, Expect expect);
   // A multi-get's server `s`: an index in the pool's list, or in across_ for one across routes.
   BackendServer& serverAt(uint32_t s) const {
     return across_ != nullptr ? *(*across_)[s] : *pool_->by_index[s];
@@ -73,7 +75,7 @@ class Dispatcher {
   // The current get/gets goes out with its keys in lines shared with other requests
   // (coalesce_gets; gat/gats carry an exptime and keep lines of their own).
   bool coalescing() const {
-    return pool_->config().coalesce_gets &&
+    return pool_->config().coalesce_gets && !failover_ready_ &&
            (req_->command == protocol::Command::Get || req_->command == protocol::Command::Gets);
   }
   // memcached closes a connection on a line other than get/gets with no newline in its first
@@ -127,6 +129,11 @@ class Dispatcher {
   std::vector<BackendServer*> flush_servers_;
   std::vector<uint32_t> key_routes_;
   std::vector<uint8_t> route_seen_;
+  // A route with failover: the request as sent and its key, for the request newRequest makes.
+  bool failover_ready_ = false;
+  Expect failover_expect_ = Expect::OneUnit;
+  std::string failover_bytes_;
+  std::string failover_key_;
   protocol::Request capped_req_;
   std::string capped_line_;
   std::vector<int32_t> fragment_of_;      // scratch: fragment of each server, -1 if none

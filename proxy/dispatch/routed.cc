@@ -139,8 +139,35 @@ void Dispatcher::routedKeyed(std::string_view line) {
   if (Shadows::shadows(*route_, key)) {
     shadowKeyed(line, key);
   }
+  if (!route_->failover.empty()) {
+    const bool quiet_meta =
+        protocol::commandClass(req_->command) == CommandClass::Meta && req_->noreply;
+    prepareRouteFailover(line, key, quiet_meta ? Expect::UntilNoop : Expect::OneUnit);
+  }
   pool_ = route_->pool;
   dispatchKeyed(line);
+}
+
+// The request as its route's next pool would get it: the line as sent (no classic noreply
+// token; a meta q request with the mn that ends its reply), then its data block.
+void Dispatcher::prepareRouteFailover(std::string_view line, std::string_view key, Expect expect) {
+  if (expect == Expect::UntilNoop) {
+    failover_bytes_.assign(line.substr(0, req_->line_length));
+  } else {
+    failover_bytes_.assign(lineAsSent(line, req_->noreply_token));
+  }
+  if (req_->has_data) {
+    const uint64_t n = req_->value_length + 2;
+    const size_t at = failover_bytes_.size();
+    failover_bytes_.resize(at + n);
+    src_->input().copyOut(req_->line_length, n, failover_bytes_.data() + at);
+  }
+  if (expect == Expect::UntilNoop) {
+    failover_bytes_.append("mn\r\n");
+  }
+  failover_key_.assign(key);
+  failover_expect_ = expect;
+  failover_ready_ = true;
 }
 
 // The shadow's copy of a keyed request, sent before the request itself moves its data block.
@@ -219,6 +246,10 @@ void Dispatcher::routedRetrieval(std::string_view line) {
   }
   if (single) {
     route_ = &front.routes[key_routes_[0]];
+    if (n == 1 && !route_->failover.empty()) {
+      // One key: a Direct get (not coalesced), which its route may send on.
+      prepareRouteFailover(line, req_->keys[0].in(line), Expect::Retrieval);
+    }
     pool_ = route_->pool;
     dispatchRetrieval(line);
     return;

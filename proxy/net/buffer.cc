@@ -141,6 +141,14 @@ void Buffer::copyTo(Buffer& dst, size_t offset, size_t n) const {
   }
 }
 
+void Buffer::copyOut(size_t offset, size_t n, char* dst) const {
+  evbuffer_ptr at;
+  if (n == 0 || evbuffer_ptr_set(buf_, &at, offset, EVBUFFER_PTR_SET) != 0) {
+    return;
+  }
+  evbuffer_copyout_from(buf_, &at, dst, n);
+}
+
 void Buffer::prepend(std::string_view bytes) {
   evbuffer_prepend(buf_, bytes.data(), bytes.size());
 }

@@ -51,6 +51,8 @@ class Buffer final : public protocol::ByteSource {
   // Copies n bytes starting `offset` bytes from the front to the end of dst, leaving them here
   // (a route's shadow sends a copy of a request's data block; the request moves on).
   void copyTo(Buffer& dst, size_t offset, size_t n) const;
+  // Copies n bytes starting `offset` bytes from the front into dst (n must be buffered).
+  void copyOut(size_t offset, size_t n, char* dst) const;
   // Puts bytes before the front (a request line rewritten in place: a route's max_ttl).
   void prepend(std::string_view bytes);
 
