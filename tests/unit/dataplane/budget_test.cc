@@ -165,8 +165,7 @@ TEST_CASE("a multi-get waiting for its turn gives way after 1 s to another clien
   // B2 cannot be held and its turn does not come (b0 does not answer A): b1's connection waits,
   // and Y's reply with it, until the wait is given up: X's multi-get is refused memory.
   const std::string v(40 * 1024, 'x');
-  REQUIRE(b1.send(valueUnit(B1, v) + valueUnit(B2, v) + "END\r\n" + valueUnit(C, "c") +
-                  "END\r\n"));
+  REQUIRE(b1.send(valueUnit(B1, v) + valueUnit(B2, v) + "END\r\n" + valueUnit(C, "c") + "END\r\n"));
   CHECK(y.silentFor(30));
   CHECK(dp.counters().client_oom_replies.load() == 0);
   // 1 s passes on mcring's clock (in steps, whenever the wait began).

@@ -301,6 +301,9 @@ struct NullRenderer final : mcring::stats::StatsRenderer {
 
 namespace {
 
+std::shared_ptr<const mcring::config::Topology> topologyOf(const std::string& yaml,
+                                                           uint64_t generation);
+
 std::shared_ptr<const mcring::config::Topology> buildTopology(
     const std::vector<FakeBackend*>& backends, const std::string& pool_keys, uint64_t generation) {
   // The listen address is never opened: clients come through postClient.
@@ -309,6 +312,11 @@ std::shared_ptr<const mcring::config::Topology> buildTopology(
   for (FakeBackend* b : backends) {
     yaml += "    - 127.0.0.1:" + std::to_string(b->port()) + ":1\n";
   }
+  return topologyOf(yaml, generation);
+}
+
+std::shared_ptr<const mcring::config::Topology> topologyOf(const std::string& yaml,
+                                                           uint64_t generation) {
   auto loaded = mcring::config::loadConfigString(yaml);
   if (!loaded.ok()) {
     std::string all;
@@ -326,6 +334,23 @@ std::shared_ptr<const mcring::config::Topology> buildTopology(
 }
 
 }  // namespace
+
+DataPlane::DataPlane(const std::string& yaml, const std::vector<FakeBackend*>& backends,
+                     const std::string& listener)
+    : renderer_(std::make_unique<NullRenderer>()),
+      open_count_(std::make_shared<std::atomic<uint32_t>>(0)),
+      listener_(listener) {
+  std::string text = yaml;
+  for (size_t i = 0; i < backends.size(); ++i) {
+    const std::string mark = "{" + std::to_string(i) + "}";
+    for (size_t at = text.find(mark); at != std::string::npos; at = text.find(mark)) {
+      text.replace(at, mark.size(), std::to_string(backends[i]->port()));
+    }
+  }
+  topology_ = topologyOf(text, 1);
+  worker_ = std::make_unique<mcring::core::Worker>(0, 1, *renderer_);
+  worker_->start(topology_, nullptr);
+}
 
 DataPlane::DataPlane(const std::vector<FakeBackend*>& backends, const std::string& pool_keys)
     : renderer_(std::make_unique<NullRenderer>()),
@@ -371,7 +396,7 @@ TestClient DataPlane::connect(int sndbuf) {
     ::setsockopt(fds[0], SOL_SOCKET, SO_RCVBUF, &sndbuf, sizeof(sndbuf));
   }
   open_count_->fetch_add(1);
-  worker_->postClient(fds[1], "alpha", open_count_);
+  worker_->postClient(fds[1], listener_, open_count_);
   return TestClient(fds[0]);
 }
 

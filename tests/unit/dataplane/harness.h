@@ -116,6 +116,10 @@ class DataPlane {
   // `pool_keys`: extra YAML lines for the pool ("  timeout: 50\n"); servers are the backends,
   // in order, weight 1 each, ketama with fnv1a_64.
   DataPlane(const std::vector<FakeBackend*>& backends, const std::string& pool_keys = "");
+  // A whole config: `yaml`, where "{0}", "{1}"... stand for the ports of backends[0], [1]...;
+  // clients connect to the pool `listener` (a routed listener, for the route tests).
+  DataPlane(const std::string& yaml, const std::vector<FakeBackend*>& backends,
+            const std::string& listener);
   ~DataPlane();
 
   // A reload: the pool's servers become `backends` (with `pool_keys`), as the main thread's
@@ -146,6 +150,7 @@ class DataPlane {
   std::shared_ptr<const mcring::config::Topology> topology_;
   std::unique_ptr<mcring::core::Worker> worker_;
   std::shared_ptr<std::atomic<uint32_t>> open_count_;
+  std::string listener_ = "alpha";
 };
 
 // "VALUE <key> <flags> <n>\r\n<data>\r\n"
