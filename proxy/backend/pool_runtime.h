@@ -28,6 +28,7 @@ struct PoolRuntime;
 // the pools it points to are the worker's, which outlive every request.
 struct RouteRuntime {
   const config::RouteConfig* config = nullptr;  // in the listener's snapshot (topology)
+  std::string name;                             // config->name(), kept across snapshots
   PoolRuntime* pool = nullptr;
   PoolRuntime* shadow = nullptr;  // null: no shadow
   std::vector<PoolRuntime*> failover;

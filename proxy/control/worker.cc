@@ -317,9 +317,6 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
       }
     }
   }
-  for (const auto& pool_topo : topology->pools) {
-    applyRoutes(*pools_[pool_topo->config.name]);
-  }
   for (auto& [name, runtime] : pools_) {
     if (!seen.count(name) && !runtime->removed) {
       runtime->removed = true;
@@ -340,6 +337,10 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
       }
     }
   }
+  closeStaleRouteWarmups();
+  for (const auto& pool_topo : topology->pools) {
+    applyRoutes(*pools_[pool_topo->config.name]);
+  }
   topology_ = std::move(topology);
   reapDraining();
   scheduleIdleSweep();
@@ -349,6 +350,12 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
 // A routed listener's routes, resolved to this worker's pools of the same snapshot (the config
 // guarantees each named pool exists, has servers and no routes of its own).
 void Worker::applyRoutes(PoolRuntime& runtime) {
+  // Each route's pool before this snapshot: a route that now sends to another pool opens that
+  // pool's warm-up window from the old one (below).
+  std::vector<std::pair<std::string, PoolRuntime*>> before;
+  for (const RouteRuntime& r : runtime.routes) {
+    before.emplace_back(r.name, r.pool);
+  }
   runtime.routes.clear();
   runtime.route_table = routing::PrefixTable();
   runtime.home = nullptr;
@@ -360,6 +367,7 @@ void Worker::applyRoutes(PoolRuntime& runtime) {
   for (const config::RouteConfig& rc : cfg.routes) {
     RouteRuntime route;
     route.config = &rc;
+    route.name = rc.name();
     route.pool = find(rc.pool);
     if (route.pool == nullptr || rc.pool == cfg.name) {
       continue;  // not reachable with a validated config
@@ -389,6 +397,39 @@ void Worker::applyRoutes(PoolRuntime& runtime) {
   }
   if (runtime.home == nullptr && !runtime.routes.empty()) {
     runtime.home = runtime.routes.front().pool;
+  }
+  // A route moved to another pool: with that pool's warmup_window, its misses are answered from
+  // the old pool's copy and copied over for the window (warm migration across pools). The old
+  // pool's servers stay its own; closeStaleRouteWarmups ends the window if they change.
+  for (const RouteRuntime& route : runtime.routes) {
+    for (const auto& [name, old_pool] : before) {
+      PoolRuntime* to = route.pool;
+      if (name != route.name || old_pool == to || old_pool == nullptr || old_pool->removed ||
+          old_pool->by_index.empty() || to->warmup || to->config().warmup_window_ms == 0) {
+        continue;
+      }
+      openWarmup(*to, old_pool->topology, old_pool->by_index, {});
+      if (id_ == 0) {  // once, not once per worker
+        MCRING_LOG(Notice, "route '%s' of '%s' moved from pool '%s' to '%s': warm-up for %u ms",
+                   route.name.c_str(), runtime.name.c_str(), old_pool->name.c_str(),
+                   to->name.c_str(), to->config().warmup_window_ms);
+      }
+    }
+  }
+}
+
+// A window opened by a route's move reads the old pool's servers, which that pool owns: once
+// the old pool is removed or its server list changes, the window ends.
+void Worker::closeStaleRouteWarmups() {
+  for (auto& [name, runtime] : pools_) {
+    if (!runtime->warmup || runtime->warmup->previous->config.name == name) {
+      continue;
+    }
+    auto source = pools_.find(runtime->warmup->previous->config.name);
+    if (source == pools_.end() || source->second->removed ||
+        source->second->by_index != runtime->warmup->previous_by_index) {
+      closeWarmup(*runtime);
+    }
   }
 }
 

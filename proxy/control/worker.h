@@ -111,6 +111,7 @@ class Worker final : public SessionContext {
   // window to the board and starts the next, at the wall clock's next window boundary.
   void configureHotKeys(PoolRuntime& runtime);
   void applyRoutes(PoolRuntime& runtime);
+  void closeStaleRouteWarmups();
   void rollHotKeys();
   void scheduleHotKeyRoll();
 

@@ -335,19 +335,26 @@ std::shared_ptr<const mcring::config::Topology> topologyOf(const std::string& ya
 
 }  // namespace
 
-DataPlane::DataPlane(const std::string& yaml, const std::vector<FakeBackend*>& backends,
-                     const std::string& listener)
-    : renderer_(std::make_unique<NullRenderer>()),
-      open_count_(std::make_shared<std::atomic<uint32_t>>(0)),
-      listener_(listener) {
-  std::string text = yaml;
+namespace {
+
+std::string withPorts(std::string text, const std::vector<FakeBackend*>& backends) {
   for (size_t i = 0; i < backends.size(); ++i) {
     const std::string mark = "{" + std::to_string(i) + "}";
     for (size_t at = text.find(mark); at != std::string::npos; at = text.find(mark)) {
       text.replace(at, mark.size(), std::to_string(backends[i]->port()));
     }
   }
-  topology_ = topologyOf(text, 1);
+  return text;
+}
+
+}  // namespace
+
+DataPlane::DataPlane(const std::string& yaml, const std::vector<FakeBackend*>& backends,
+                     const std::string& listener)
+    : renderer_(std::make_unique<NullRenderer>()),
+      open_count_(std::make_shared<std::atomic<uint32_t>>(0)),
+      listener_(listener) {
+  topology_ = topologyOf(withPorts(yaml, backends), 1);
   worker_ = std::make_unique<mcring::core::Worker>(0, 1, *renderer_);
   worker_->start(topology_, nullptr);
 }
@@ -363,6 +370,12 @@ DataPlane::DataPlane(const std::vector<FakeBackend*>& backends, const std::strin
 void DataPlane::reconfigure(const std::vector<FakeBackend*>& backends,
                             const std::string& pool_keys) {
   topology_ = buildTopology(backends, pool_keys, topology_->generation + 1);
+  worker_->postTopology(topology_, nullptr);
+}
+
+void DataPlane::reconfigureYaml(const std::string& yaml,
+                                const std::vector<FakeBackend*>& backends) {
+  topology_ = topologyOf(withPorts(yaml, backends), topology_->generation + 1);
   worker_->postTopology(topology_, nullptr);
 }
 

@@ -125,6 +125,8 @@ class DataPlane {
   // A reload: the pool's servers become `backends` (with `pool_keys`), as the main thread's
   // reload posts a new topology. Clients connected after this call see it.
   void reconfigure(const std::vector<FakeBackend*>& backends, const std::string& pool_keys = "");
+  // A reload to a whole config, with ports as for the YAML constructor.
+  void reconfigureYaml(const std::string& yaml, const std::vector<FakeBackend*>& backends);
   // Hot-key spread: `key` spread over `copies` (indices of the backends given; [0] is the key's
   // own server), as the main thread's planner posts it (backend/hot_spread.h). Returns the
   // entry, whose counters the test may read; the worker applies it before later requests.

@@ -195,3 +195,31 @@ TEST_CASE("composed: a shadow that never answers, a TTL cap and failover on one 
   REQUIRE(b.send("EN\r\n"));
   CHECK(client.read(4) == "EN\r\n");
 }
+
+TEST_CASE("a route moved to a pool with warmup_window: its misses are served from the old pool") {
+  FakeBackend a, b, c, d, e;
+  const std::string routes = "    - prefix: 'm:'\n      pool: POOL\n    - default: c\n";
+  auto with = [&](const std::string& pool) {
+    std::string r = routes;
+    r.replace(r.find("POOL"), 4, pool);
+    std::string yaml = config(r);
+    // b warms up for 10 s after a change of what it serves.
+    yaml.replace(yaml.find("b:\n"), 3, "b:\n  warmup_window: 10000\n");
+    return yaml;
+  };
+  DataPlane dp(with("a"), {&a, &b, &c, &d, &e}, "front");
+  dp.reconfigureYaml(with("b"), {&a, &b, &c, &d, &e});
+  auto client = dp.connect();  // after the reload: m: goes to b
+  REQUIRE(client.send("get m:1\r\n"));
+  CHECK(b.expect("get m:1\r\n") == "get m:1\r\n");
+  REQUIRE(b.send("END\r\n"));
+  const std::string hop = "mg m:1 v f t c\r\n";
+  CHECK(a.expect(hop) == hop);
+  REQUIRE(a.send("VA 3 f7 t-1 c9\r\nold\r\n"));
+  const std::string want = valueUnit("m:1", "old", 7) + "END\r\n";
+  CHECK(client.read(want.size()) == want);
+  const std::string copy = "ms m:1 3 F7 T0 ME\r\nold\r\n";
+  CHECK(b.expect(copy) == copy);
+  REQUIRE(b.send("HD\r\n"));
+  CHECK(dp.counters().warmup_hits.load() == 1);
+}
