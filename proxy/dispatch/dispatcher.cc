@@ -1018,7 +1018,7 @@ void Dispatcher::answerLocal(std::string_view line) {
       if (auto v = protocol::statsViewOf(out)) {
         view = *v;
         from_servers = true;
-        if (view == protocol::StatsView::CacheDump && !pool_->config().allow_dump) {
+        if (view == protocol::StatsView::CacheDump && !client_pool_->config().allow_dump) {
           from_servers = false;
           out = protocol::kCacheDumpRefusedLine;
           stats::bump(worker_.counters().client_errors);
@@ -1031,7 +1031,7 @@ void Dispatcher::answerLocal(std::string_view line) {
       }
       break;
     case Command::LruCrawler:
-      if (!pool_->config().allow_dump) {
+      if (!client_pool_->config().allow_dump) {
         stats::bump(worker_.counters().client_errors);
         out = protocol::kMetadumpRefusedLine;
         break;

@@ -44,6 +44,7 @@ class Dispatcher {
   void begin(RequestSource& src, PoolRuntime& pool, const protocol::Request& req) {
     src_ = &src;
     pool_ = &pool;
+    client_pool_ = &pool;
     req_ = &req;
     route_ = nullptr;
     across_ = nullptr;
@@ -118,6 +119,9 @@ class Dispatcher {
   // The request being dispatched (set by begin()).
   RequestSource* src_ = nullptr;
   PoolRuntime* pool_ = nullptr;
+  // The session's pool (a routed listener's client-side keys: allow_dump), whichever pool_ the
+  // request is dispatched to.
+  const PoolRuntime* client_pool_ = nullptr;
   const protocol::Request* req_ = nullptr;
   std::vector<uint32_t> routes_;  // scratch: server of each key of a multi-get
   // Routes: the request's route (null: not routed), a shadowed read's probe not yet given to
