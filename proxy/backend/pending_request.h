@@ -19,6 +19,7 @@
 #include "proxy/protocol/binary_translation.h"
 #include "proxy/protocol/command.h"
 #include "proxy/protocol/reply.h"
+#include "proxy/protocol/request_writer.h"
 #include "proxy/stats/route_stats.h"
 
 namespace mcring::core {
@@ -350,6 +351,21 @@ struct PendingRequest {
 // Key i of a multi-get (its bytes live in r.line).
 inline std::string_view multigetKey(const PendingRequest& r, uint32_t i) {
   return std::string_view(r.line).substr(r.key_offsets[2 * i], r.key_offsets[2 * i + 1]);
+}
+
+// Writes fragment fr of multi-get r to `out` as its own line (the request's command, its
+// exptime for gat/gats, the fragment's keys); returns the bytes written.
+inline size_t writeFragmentLine(net::Buffer& out, const PendingRequest& r, const Fragment& fr) {
+  protocol::RequestWriter get(out);
+  get.verb(r.command);
+  if (r.exptime.length > 0) {
+    get.arg(r.exptime.in(r.line));
+  }
+  for (uint32_t idx : fr.key_indices) {
+    get.arg(multigetKey(r, idx));
+  }
+  get.end();
+  return get.written();
 }
 
 // A multi-get whose units must be reordered (several fragments): assembled whole while holding

@@ -17,6 +17,7 @@
 #include "proxy/dispatch/warmup.h"
 #include "proxy/protocol/meta_flags.h"
 #include "proxy/protocol/reply_lines.h"
+#include "proxy/protocol/request_writer.h"
 
 namespace mcring::core {
 
@@ -74,11 +75,9 @@ void Dispatcher::invalidateAt(BackendServer& server, std::string_view line) {
   r->fragments_left = 1;
   r->noreply = true;
   r->command = Command::MetaDelete;  // a write: never answered as a miss (unavailable.h)
-  net::Buffer& out = conn->output();
-  out.append("md ");
-  out.append(req_->keys[0].in(line));
-  out.append(req_->key_base64 ? " b\r\n" : "\r\n");
-  conn->expect(r, 0, Delivery::Direct, Expect::OneUnit, req_->keys[0].length + 5);
+  protocol::RequestWriter md(conn->output());
+  md.metaDelete(req_->keys[0].in(line), req_->key_base64);
+  conn->expect(r, 0, Delivery::Direct, Expect::OneUnit, md.written());
   worker_.requests().release(r);  // the backend's reference keeps it until the reply
 }
 
@@ -194,11 +193,12 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
     const std::optional<std::string_view> ttl =
         protocol::findMetaFlag(args.substr(std::min(key_end, args.size())), 'T');
     if (ttl && !ttl->empty()) {
-      head_.assign("mg ");
-      head_.append(req_->keys[0].in(line));
-      head_.append(req_->key_base64 ? " b T" : " T");
-      head_.append(*ttl);
-      head_.append("\r\n");
+      head_.clear();
+      protocol::RequestWriter(head_)
+          .verb(Command::MetaGet)
+          .metaKey(req_->keys[0].in(line), req_->key_base64)
+          .flag('T', *ttl)
+          .end();
       touchOtherReplicas(key, index, head_);
     }
   }
@@ -267,8 +267,9 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
   uint64_t sent = consumedLength();
   if (quiet_meta) {
     in.moveTo(out, consumedLength());
-    out.append("mn\r\n");
-    conn->expect(r, 0, Delivery::Direct, Expect::UntilNoop, sent + 4);
+    protocol::RequestWriter mn(out);
+    mn.noop();
+    conn->expect(r, 0, Delivery::Direct, Expect::UntilNoop, sent + mn.written());
     return;
   }
   if (replayable(line)) {  // no data block: the line is the whole request
@@ -744,11 +745,8 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
     const std::string_view exptime = req_->exptime.in(line);
     for (size_t i = 0; i < n; ++i) {
       const std::string_view key = req_->keys[i].in(line);
-      head_.assign("touch ");
-      head_.append(key);
-      head_.append(" ");
-      head_.append(exptime);
-      head_.append("\r\n");
+      head_.clear();
+      protocol::RequestWriter(head_).touch(key, exptime);
       touchOtherReplicas(key, routes_[i], head_);
     }
   }
@@ -865,7 +863,6 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
   src_->input().drain(req_->line_length);
 
   std::string_view name = protocol::commandName(req_->command);
-  std::string_view exptime = req_->exptime.in(r->line);
   // Send every fragment first, then account for immediate failures, so that a request that
   // completes synchronously is never touched again here.
   uint32_t failed_now = 0;
@@ -898,19 +895,8 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
       conn->sendSharedKeys(r, f, name);
       continue;
     }
-    net::Buffer& out = conn->output();
-    size_t before = out.size();
-    out.append(name);
-    if (!exptime.empty()) {
-      out.append(" ");
-      out.append(exptime);
-    }
-    for (uint32_t idx : frag.key_indices) {
-      out.append(" ");
-      out.append(multigetKey(*r, idx));
-    }
-    out.append("\r\n");
-    conn->expect(r, f, Delivery::Fragment, Expect::Retrieval, out.size() - before);
+    const size_t bytes = writeFragmentLine(conn->output(), *r, frag);
+    conn->expect(r, f, Delivery::Fragment, Expect::Retrieval, bytes);
   }
   if (failed_now > 0) {
     if (errored_now) {  // a replicated read: counted if no replica serves it (failover.h)

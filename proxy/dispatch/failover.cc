@@ -140,8 +140,6 @@ uint32_t fragmentFor(PendingRequest& r, uint32_t first_new, uint32_t server, siz
 // to its next readable replica; fragments that cannot even be sent fail at once, and their keys
 // move again, until something was sent or no key can move.
 bool continueMultiget(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker) {
-  const std::string_view name = protocol::commandName(r.command);
-  const std::string_view exptime = r.exptime.in(r.line);
   for (;;) {
     const uint32_t first_new = r.fragment_count;
     std::array<size_t, 64> bytes{};
@@ -186,19 +184,8 @@ bool continueMultiget(PendingRequest& r, PoolRuntime& pool, WorkerContext& worke
         fr.done = true;
         continue;
       }
-      net::Buffer& out = conn->output();
-      const size_t before = out.size();
-      out.append(name);
-      if (!exptime.empty()) {
-        out.append(" ");
-        out.append(exptime);
-      }
-      for (uint32_t idx : fr.key_indices) {
-        out.append(" ");
-        out.append(multigetKey(r, idx));
-      }
-      out.append("\r\n");
-      conn->expect(&r, f, Delivery::Fragment, Expect::Retrieval, out.size() - before);
+      const size_t written = writeFragmentLine(conn->output(), r, fr);
+      conn->expect(&r, f, Delivery::Fragment, Expect::Retrieval, written);
       ++sent;
     }
     if (sent > 0) {

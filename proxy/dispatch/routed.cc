@@ -14,6 +14,7 @@
 #include "proxy/protocol/exptime_cap.h"
 #include "proxy/protocol/reply_lines.h"
 #include "proxy/protocol/request_parser.h"
+#include "proxy/protocol/request_writer.h"
 
 namespace mcring::core {
 
@@ -163,7 +164,7 @@ void Dispatcher::prepareRouteFailover(std::string_view line, std::string_view ke
     src_->input().copyOut(req_->line_length, n, failover_bytes_.data() + at);
   }
   if (expect == Expect::UntilNoop) {
-    failover_bytes_.append("mn\r\n");
+    protocol::RequestWriter(failover_bytes_).noop();
   }
   failover_key_.assign(key);
   failover_expect_ = expect;

@@ -6,6 +6,7 @@
 #include "proxy/backend/backend_connection.h"
 #include "proxy/backend/backend_server.h"
 #include "proxy/protocol/reply_parser.h"
+#include "proxy/protocol/request_writer.h"
 #include "proxy/routing/hash.h"
 
 namespace mcring::core {
@@ -98,14 +99,14 @@ void Shadows::sendWrite(const RouteRuntime& route, std::string_view routing_key,
   }
   PendingRequest* r = detached(protocol::Command::Set);
   net::Buffer& out = conn->output();
-  const size_t before = out.size();
-  out.append(line);
+  protocol::RequestWriter copy(out);
+  copy.raw(line);
   in.copyTo(out, data_offset, data_length);
   if (quiet_meta) {
-    out.append("mn\r\n");
+    copy.noop();
   }
   conn->expect(r, *this, quiet_meta ? kQuietWriteTag : kWriteTag,
-               quiet_meta ? Expect::UntilNoop : Expect::OneUnit, out.size() - before);
+               quiet_meta ? Expect::UntilNoop : Expect::OneUnit, copy.written() + data_length);
   worker_.requests().release(r);  // the connection's reference keeps it until the reply
 }
 
@@ -122,12 +123,9 @@ ShadowProbe* Shadows::sendRead(const RouteRuntime& route, std::string_view routi
     probe->refs = 2;
     r->shadow_probe = probe;
   }
-  net::Buffer& out = conn->output();
-  const size_t before = out.size();
-  out.append("mg ");
-  out.append(key);
-  out.append(b64 ? " b v\r\n" : " v\r\n");
-  conn->expect(r, *this, kReadTag, Expect::OneUnit, out.size() - before);
+  protocol::RequestWriter mg(conn->output());
+  mg.verb(protocol::Command::MetaGet).metaKey(key, b64).flag('v').end();
+  conn->expect(r, *this, kReadTag, Expect::OneUnit, mg.written());
   worker_.requests().release(r);
   return probe;
 }
