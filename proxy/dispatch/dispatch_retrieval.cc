@@ -1,0 +1,210 @@
+// Dispatcher: get/gets/gat/gats: the keys routed, a single-server get forwarded as-is, a multi-get
+// split into per-server fragments (or shared get lines, coalesce_gets) and reassembled in key
+// order (dispatch/multiget.h).
+#include <algorithm>
+#include <array>
+#include <span>
+
+#include "proxy/dispatch/dispatcher.h"
+#include "proxy/dispatch/failover.h"
+#include "proxy/dispatch/multiget.h"
+#include "proxy/dispatch/spread_fill.h"
+#include "proxy/dispatch/unavailable.h"
+#include "proxy/protocol/request_writer.h"
+
+namespace mcring::core {
+
+using protocol::Command;
+using protocol::CommandClass;
+
+void Dispatcher::dispatchRetrieval(std::string_view line) {
+  auto& counters = worker_.counters();
+  size_t n = req_->keys.size();
+  stats::bump(counters.cmd_get, n);
+  if (req_->command == Command::Gat || req_->command == Command::Gats) {
+    stats::bump(counters.cmd_touch);
+  }
+  routes_.resize(n);
+  bool single = true;
+  // Plain get keys that are spread go to one of their filled copies (gets returns the primary's
+  // CAS unique: to the primary). gat/gats change the item's TTL: to the primary, and the copies
+  // are unfilled, as for an mg with T (spreadUse).
+  const bool spread = pool_->spread && !pool_->spread->entries.empty();
+  const bool spreadable = spread && req_->command == Command::Get;
+  const bool touches = spread && (req_->command == Command::Gat || req_->command == Command::Gats);
+  spread_reads_.clear();
+  // Replication: each key to its first readable replica, always split per key (failover.h).
+  const bool replicated = pool_->config().routing.replicas > 1;
+  for (size_t i = 0; i < n; ++i) {
+    std::string_view key = req_->keys[i].in(line);
+    routes_[i] = replicated ? readReplica(*pool_, worker_, key, src_->id()) : pool_->route(key);
+    if (spreadable) {
+      if (const std::shared_ptr<SpreadEntry>* e = pool_->spreadEntry(key)) {
+        uint32_t copy = readCopy(*e);
+        if (copy > 0) {
+          routes_[i] = (*e)->copies[copy];
+          spread_reads_.push_back({static_cast<uint32_t>(i), copy, *e});
+        }
+      }
+    } else if (touches) {
+      if (const std::shared_ptr<SpreadEntry>* e = pool_->spreadEntry(key)) {
+        // No copy is read again until a fill, which waits until this gat is done
+        // (settleSpreadWrite: a spread read of copy 0 is the primary's TTL change).
+        (*e)->writes_started.fetch_add(1);
+        (*e)->filled.store(1);
+        stats::bump(counters.spread_invalidations);
+        spread_reads_.push_back({static_cast<uint32_t>(i), 0, *e});
+      }
+    }
+    single = single && routes_[i] == routes_[0];
+  }
+  bool warm = false;
+  if (pool_->warmup) {
+    for (size_t i = 0; i < n && !warm; ++i) {
+      warm = pool_->warmup->previousOwner(req_->keys[i].in(line), pool_->by_index[routes_[i]]) !=
+             nullptr;
+    }
+  }
+  if (replicated && (req_->command == Command::Gat || req_->command == Command::Gats)) {
+    const std::string_view exptime = req_->exptime.in(line);
+    for (size_t i = 0; i < n; ++i) {
+      const std::string_view key = req_->keys[i].in(line);
+      head_.clear();
+      protocol::RequestWriter(head_).touch(key, exptime);
+      touchOtherReplicas(key, routes_[i], head_);
+    }
+  }
+  if (!single || warm || coalescing() || splitsLines(line.size()) || !spread_reads_.empty() ||
+      replicated) {
+    // A moved key's miss takes a second hop: that needs the per-key bookkeeping of a split get,
+    // and so does a get whose keys share a line with other requests' (coalesce_gets), and a long
+    // gat/gats that goes to its server as several lines; and a key read at a spread copy, whose
+    // miss there clears the copy (completeRequest).
+    dispatchMultiget(line, warm);
+    return;
+  }
+  // Every key lives on one backend: forward the line as-is and pass the reply through.
+  PendingRequest* r = newRequest(req_->command);
+  r->key_count = static_cast<uint32_t>(n);
+  BackendServer* server = pool_->by_index[routes_[0]];
+  for (size_t i = 0; i < n; ++i) {
+    countForBackend(*server, req_->keys[i].in(line));
+  }
+  BackendConnection* conn = server->connectionFor(src_->id());
+  if (conn == nullptr) {
+    failUnavailable(r, *server, req_->line_length);
+    return;
+  }
+  r->resend.assign(line.substr(0, req_->line_length));  // a retrieval may be sent again
+  src_->input().moveTo(conn->output(), req_->line_length);
+  conn->expect(r, 0, Delivery::Direct, Expect::Retrieval, req_->line_length);
+}
+
+void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
+  auto& counters = worker_.counters();
+  PendingRequest* r = newRequest(req_->command);
+  r->shape = Shape::Multiget;
+  r->warm = warm;
+  r->exptime = req_->exptime;
+  size_t n = req_->keys.size();
+  r->key_count = static_cast<uint32_t>(n);
+  r->line.assign(line);
+  r->key_offsets.resize(2 * n);
+  r->key_fragment.resize(n);
+  r->key_hit_length.assign(n, 0);
+  r->spread_reads.swap(spread_reads_);
+  spread_reads_.clear();
+  if (across_ == nullptr && pool_->config().routing.replicas > 1 && !warm) {
+    r->replica_read = true;  // fragments that fail go on to each key's next replica
+    r->rewrites = true;
+    r->replica_session = src_->id();
+    r->replica_topology = pool_->topology.get();
+  }
+  size_t servers = across_ != nullptr ? across_->size() : pool_->by_index.size();
+  fragment_of_.assign(servers, -1);
+  fragment_bytes_.clear();
+  const bool split = splitsLines(line.size());
+  // "gat <exptime>" ... "\r\n": what every line of a fragment carries besides its keys.
+  const size_t overhead = protocol::commandName(req_->command).size() + req_->exptime.length + 4;
+  uint32_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    r->key_offsets[2 * i] = req_->keys[i].offset;
+    r->key_offsets[2 * i + 1] = req_->keys[i].length;
+    uint32_t s = routes_[i];
+    const size_t add = 1 + req_->keys[i].length;
+    if (fragment_of_[s] >= 0 && split &&
+        fragment_bytes_[static_cast<size_t>(fragment_of_[s])] + add > kMaxBackendLine) {
+      fragment_of_[s] = -1;  // this server's line is full: its next keys start another
+    }
+    if (fragment_of_[s] < 0) {
+      fragment_of_[s] = static_cast<int32_t>(count);
+      if (r->fragments.size() <= count) {
+        r->fragments.emplace_back();
+      }
+      r->fragments[count].server = s;
+      fragment_bytes_.push_back(overhead);
+      ++count;
+    }
+    uint32_t f = static_cast<uint32_t>(fragment_of_[s]);
+    fragment_bytes_[f] += add;
+    countForBackend(serverAt(s), req_->keys[i].in(line));
+    r->key_fragment[i] = f;
+    r->fragments[f].key_indices.push_back(static_cast<uint32_t>(i));
+  }
+  r->fragment_count = count;
+  r->fragments_left = count;
+  src_->input().drain(req_->line_length);
+
+  std::string_view name = protocol::commandName(req_->command);
+  // Send every fragment first, then account for immediate failures, so that a request that
+  // completes synchronously is never touched again here.
+  uint32_t failed_now = 0;
+  bool errored_now = false;
+  for (uint32_t f = 0; f < count; ++f) {
+    Fragment& frag = r->fragments[f];
+    BackendServer* server = &serverAt(frag.server);
+    BackendConnection* conn = server->connectionFor(src_->id());
+    if (conn == nullptr) {
+      frag.done = true;
+      server->countFailure(server->lastFailure());
+      if (r->replica_read) {
+        frag.failed = true;  // its keys go on to their next replicas (failover.h)
+        frag.failure = server->lastFailure();
+        ++failed_now;
+        continue;
+      }
+      // Its keys are misses (unavailable_reads: miss), or the whole reply is the failure.
+      if (!answerUnavailable(*r, f, *server, server->lastFailure(), worker_)) {
+        errored_now = true;
+        if (!r->failed) {
+          r->failed = true;
+          r->error_line.assign(backendFailureReply(server->lastFailure()));
+        }
+      }
+      ++failed_now;
+      continue;
+    }
+    if (coalescing()) {
+      conn->sendSharedKeys(r, f, name);
+      continue;
+    }
+    const size_t bytes = writeFragmentLine(conn->output(), *r, frag);
+    conn->expect(r, f, Delivery::Fragment, Expect::Retrieval, bytes);
+  }
+  if (failed_now > 0) {
+    if (errored_now) {  // a replicated read: counted if no replica serves it (failover.h)
+      stats::bump(counters.server_errors);
+    }
+    r->fragments_left -= failed_now;
+    if (r->fragments_left == 0) {
+      if (continueReadFailover(*r, worker_)) {
+        return;  // the next replicas answer it
+      }
+      assembleMultiget(*r, counters);
+      r->complete = true;
+      src_->onRequestComplete(r);
+    }
+  }
+}
+
+}  // namespace mcring::core

@@ -1,0 +1,125 @@
+// Dispatcher: a hot key's spread (backend/hot_spread.h): which copy a read goes to, a write to
+// every copy.
+#include <algorithm>
+#include <array>
+#include <span>
+
+#include "proxy/common/clock.h"
+#include "proxy/dispatch/command_counters.h"
+#include "proxy/dispatch/dispatcher.h"
+#include "proxy/dispatch/spread_fill.h"
+
+namespace mcring::core {
+
+using protocol::Command;
+using protocol::CommandClass;
+
+// What a request does to a spread key. Writes that every copy applies alike go to all of them;
+// a cas (its unique is the primary's) and the meta writes (flags mcring does not reason about)
+// go to the primary and unfill the copies; reads that return a CAS, or may change the item, go
+// to the primary (the latter unfill the copies too).
+Dispatcher::SpreadUse Dispatcher::spreadUse(std::string_view line) const {
+  switch (req_->command) {
+    case Command::Set:
+    case Command::Add:
+    case Command::Replace:
+    case Command::Append:
+    case Command::Prepend:
+    case Command::Delete:
+    case Command::Incr:
+    case Command::Decr:
+    case Command::Touch:
+      return SpreadUse::Write;
+    case Command::MetaGet: {
+      std::string_view args = req_->args.in(line);
+      size_t key_end = req_->keys[0].offset + req_->keys[0].length - req_->args.offset;
+      std::string_view flags = args.substr(std::min(key_end, args.size()));
+      bool cas = false;
+      for (size_t i = 0; i < flags.size(); ++i) {
+        if (flags[i] == ' ' || flags[i] == '\r' || flags[i] == '\n' ||
+            (i > 0 && flags[i - 1] != ' ')) {
+          continue;  // only each token's first character is its flag
+        }
+        if (flags[i] == 'c') {
+          cas = true;
+        } else if (std::string_view("vfktOsqb").find(flags[i]) == std::string_view::npos) {
+          return SpreadUse::Invalidate;  // N, T, E, I, h, l, ...: it may change the item
+        }
+      }
+      return cas ? SpreadUse::Primary : SpreadUse::ReadCopy;
+    }
+    case Command::MetaDebug:
+      return SpreadUse::Primary;
+    default:
+      return SpreadUse::Invalidate;
+  }
+}
+
+// The copy a plain read of a spread key goes to: a random filled one (the primary while the
+// key collapses, or during a warm-up window, whose second hops assume the key's own server).
+// Starts a fill if a copy is unfilled and the pool's set has settled.
+uint32_t Dispatcher::readCopy(const std::shared_ptr<SpreadEntry>& entry) {
+  SpreadEntry& e = *entry;
+  if (pool_->warmup) {
+    return 0;
+  }
+  const uint64_t now = common::coarseMonotonicNs() / 1000000;
+  if (e.phase.load() == SpreadPhase::Spreading && !e.allFilled(now) &&
+      pool_->spread->settled(now)) {
+    startSpreadFill(*pool_, entry, worker_, src_->id());
+  }
+  rng_ ^= rng_ << 13;
+  rng_ ^= rng_ >> 7;
+  rng_ ^= rng_ << 17;
+  uint32_t copy = e.pickRead(rng_, now);
+  e.reads[copy].fetch_add(1, std::memory_order_relaxed);
+  if (copy > 0) {
+    stats::bump(worker_.counters().spread_reads);
+  }
+  return copy;
+}
+
+// A write of a spread key: to every copy (classic noreply dropped there, as for the primary:
+// mcring reads every reply), the client's reply the primary's, sent once every copy answered
+// (`rewrites`: never streamed before). A copy that answers otherwise loses its filled bit.
+void Dispatcher::dispatchSpreadWrite(PendingRequest* r, BackendConnection& primary,
+                                     const std::shared_ptr<SpreadEntry>& entry,
+                                     std::string_view line) {
+  SpreadEntry& e = *entry;
+  net::Buffer& in = src_->input();
+  const std::string& head = lineAsSent(line, req_->noreply_token);
+  if (req_->command == Command::Touch) {
+    r->resend = head;  // replayable (see replayable())
+  }
+  r->rewrites = true;
+  r->spread_role = SpreadRole::Write;
+  r->spread = entry;
+  r->spread_replies.assign(e.copies.size(), kSpreadPending);
+  e.writes_started.fetch_add(1);
+  in.drain(req_->line_length);
+  const uint64_t data_length = req_->has_data ? req_->value_length + 2 : 0;
+  std::string_view data = data_length > 0 ? in.contiguous(data_length) : std::string_view();
+  auto& counters = worker_.counters();
+  for (uint32_t i = 1; i < e.copies.size(); ++i) {
+    BackendServer* server = pool_->by_index[e.copies[i]];
+    stats::bump(server->stats().*kBackendCounterOf[effectIndex(req_->command)]);
+    BackendConnection* conn = server->connectionFor(src_->id());
+    if (conn == nullptr) {
+      continue;  // its reply stays pending: the copy is unfilled when the write settles
+    }
+    net::Buffer& out = conn->output();
+    out.append(head);
+    out.append(data);
+    ++r->fragments_left;
+    stats::bump(counters.spread_write_copies);
+    conn->expect(r, i, Delivery::SpreadCopy, Expect::OneUnit, head.size() + data.size());
+  }
+  net::Buffer& out = primary.output();
+  out.append(head);
+  if (data_length > 0) {
+    in.moveTo(out, data_length);
+  }
+  primary.expect(r, 0, Delivery::Direct, Expect::OneUnit, head.size() + data_length);
+}
+
+}  // namespace mcring::core

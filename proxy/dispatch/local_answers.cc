@@ -1,0 +1,140 @@
+// Dispatcher: what the proxy answers itself or broadcasts: version, verbosity, quit, stats
+// (mcring's own views here, memcached's from the servers: stats_views.h), lru_crawler metadump,
+// flush_all.
+#include <algorithm>
+#include <array>
+#include <span>
+
+#include "proxy/dispatch/dispatcher.h"
+#include "proxy/protocol/reply_lines.h"
+
+namespace mcring::core {
+
+using protocol::Command;
+using protocol::CommandClass;
+
+void Dispatcher::dispatchFlushAll(std::string_view line) {
+  stats::bump(worker_.counters().cmd_flush);
+  PendingRequest* r = newRequest(req_->command);
+  r->shape = Shape::Broadcast;
+  r->noreply = req_->noreply;
+  net::Buffer& in = src_->input();
+  if (!pool_->config().allow_flush_all) {
+    in.drain(req_->line_length);
+    refuse(r);
+    return;
+  }
+  const protocol::Span& t = req_->noreply_token;
+  std::string forward(line.substr(0, t.empty() ? line.size() : t.offset));
+  if (!t.empty()) {
+    forward.append(line.substr(t.offset + t.length));
+  }
+  in.drain(req_->line_length);
+  // A routed listener's flush_all reaches every pool its routes send to.
+  flush_servers_.clear();
+  if (pool_->routed()) {
+    routedServers(flush_servers_);
+  } else {
+    flush_servers_.assign(pool_->by_index.begin(), pool_->by_index.end());
+  }
+  uint32_t count = static_cast<uint32_t>(flush_servers_.size());
+  r->fragments_left = count;
+  uint32_t failed_now = 0;
+  for (uint32_t s = 0; s < count; ++s) {
+    BackendServer* server = flush_servers_[s];
+    BackendConnection* conn = server->connectionFor(src_->id());
+    stats::bump(server->stats().other_commands);
+    if (conn == nullptr) {
+      server->countFailure(server->lastFailure());
+      if (!r->failed) {
+        r->failed = true;
+        r->error_line.assign(backendFailureReply(server->lastFailure()));
+      }
+      ++failed_now;
+      continue;
+    }
+    conn->output().append(forward);
+    conn->expect(r, s, Delivery::Broadcast, Expect::OneUnit, forward.size());
+  }
+  if (failed_now > 0) {
+    r->fragments_left -= failed_now;
+    if (r->fragments_left == 0) {
+      src_->completeWith(r, r->error_line);
+    }
+  }
+}
+
+// memcached -F's answer (silent with noreply), counted as memcached counts it: in cmd_flush too.
+void Dispatcher::refuse(PendingRequest* r) {
+  stats::bump(worker_.counters().cmd_flush_refused);
+  stats::bump(worker_.counters().client_errors);
+  src_->completeWith(r, r->noreply ? std::string_view() : protocol::kFlushAllRefusedLine);
+}
+
+void Dispatcher::refuseFlushAll(RequestSource& src, PoolRuntime& pool,
+                                const protocol::Request& req) {
+  begin(src, pool, req);
+  stats::bump(worker_.counters().cmd_flush);
+  PendingRequest* r = newRequest(req_->command);
+  r->noreply = req_->noreply;
+  refuse(r);
+}
+
+void Dispatcher::answerLocal(std::string_view line) {
+  PendingRequest* r = newRequest(req_->command);
+  // Build the reply while `line` (a view into the input buffer) is still valid.
+  std::string out;
+  // Answered from the pool's servers (stats_views.h) instead of here.
+  bool from_servers = false;
+  protocol::StatsView view = protocol::StatsView::Version;
+  switch (req_->command) {
+    case Command::Version:
+      from_servers = true;
+      break;
+    case Command::Verbosity:
+      out = req_->noreply ? "" : protocol::kOkLine;
+      break;
+    case Command::Quit:
+      r->close_after = true;
+      src_->stopReading();
+      break;
+    case Command::Stats:
+      out = req_->args.in(line);  // the arguments, for now
+      if (auto v = protocol::statsViewOf(out)) {
+        view = *v;
+        from_servers = true;
+        if (view == protocol::StatsView::CacheDump && !client_pool_->config().allow_dump) {
+          from_servers = false;
+          out = protocol::kCacheDumpRefusedLine;
+          stats::bump(worker_.counters().client_errors);
+        }
+      } else {
+        std::string args = std::move(out);
+        if (!views_.renderer().render(args, &out)) {
+          stats::bump(worker_.counters().client_errors);
+        }
+      }
+      break;
+    case Command::LruCrawler:
+      if (!client_pool_->config().allow_dump) {
+        stats::bump(worker_.counters().client_errors);
+        out = protocol::kMetadumpRefusedLine;
+        break;
+      }
+      out = line.substr(0, req_->line_length);
+      src_->input().drain(req_->line_length);
+      dumps_.answer(*pool_, r, out);
+      return;
+    default:
+      out = "ERROR\r\n";
+      break;
+  }
+  src_->input().drain(req_->line_length);
+  if (from_servers) {
+    views_.answer(*src_, *pool_, r, view, out);
+    return;
+  }
+  src_->completeWith(r, out);
+}
+
+}  // namespace mcring::core
