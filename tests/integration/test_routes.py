@@ -25,6 +25,8 @@ import threading
 import time
 import unittest
 
+from binary_wire import (GAT, INCR, SET, BinaryConn, arith_extras, store_extras,
+                         touch_extras)
 from harness import (HOST, SANITIZED, Conn, IntegrationCase, Mcring, Memcached, admin_http,
                      cache_aside_load_running, make_tmpdir, parse_reloads, parse_stats,
                      parse_values, proc_rss_kb, remove_tmpdir, requires_proxy, run_mcring,
@@ -52,8 +54,11 @@ class RoutedMcring(Mcring):
         super().__init__([], tmpdir, **kw)
 
     def write_config(self, port):
-        with open(self.config_path, "w") as f:
+        # Renamed in whole: mcring watches its config file, and must never read half of it.
+        tmp = self.config_path + ".tmp"
+        with open(tmp, "w") as f:
             f.write(self.render(port))
+        os.rename(tmp, self.config_path)
 
 
 def percentile(values, p):
@@ -79,7 +84,7 @@ def remaining_ttl(backend, key):
         r = c.request(b"mg " + key + b" t\r\n")
     if r == b"EN\r\n":
         return None
-    m = re.match(rb"HD t(-?\d+)\r\n$", r)
+    m = re.match(rb"HD t(-?\d+)( [^\r\n]*)?\r\n$", r)
     assert m, "mg t answer: %r" % r
     return int(m.group(1))
 
@@ -116,6 +121,29 @@ class RoutesCase(IntegrationCase):
             text += "  %s: %s\n" % (k, v)
         text += "  routes:\n" + "".join("    - %s\n" % r for r in self.routes)
         return text
+
+    def reload(self, routes, how="sighup", front_extra=None):
+        """Rewrites the config with these routes (and front keys), reloads by SIGHUP or POST
+        /reload, and returns the reload record that applied it (or failed)."""
+        with Conn(HOST, self.port) as c:
+            before = len(parse_reloads(c.request(b"stats reloads\r\n")))
+        self.routes = routes
+        if front_extra is not None:
+            self.front_extra = front_extra
+        self.proxy.write_config(self.port)
+        if how == "sighup":
+            os.kill(self.proxy.pid, signal.SIGHUP)
+        else:
+            status, _ = admin_http(self.proxy.admin_port, "POST", "/reload")
+            self.assertEqual(status, 200)
+
+        def record():  # the watched file's reload may come first: the request's is unchanged
+            with Conn(HOST, self.port) as c:
+                recs = parse_reloads(c.request(b"stats reloads\r\n"))
+            return next((r for r in recs[before:] if r["result"] != "unchanged"), None)
+        rec = wait_until(record)
+        self.assertTrue(rec, "no reload recorded")
+        return rec
 
     def backend_name(self, backend):
         for name, bs in self.pools.items():
@@ -298,7 +326,7 @@ class MaxTtlTest(RoutesCase):
         for b in (cap, short, plain):  # items stored directly, without a TTL
             with b.conn() as d:
                 for k in (b"ttl:rep", b"ttl:cas", b"ttl:t", b"ttl:g", b"ttl:gs", b"ttl:mgt",
-                          b"ttl:x", b"short:y", b"plain:z", b"ttl:app", b"plain:t"):
+                          b"ttl:x", b"short:y", b"plain:z", b"ttl:app", b"plain:t", b"ttl:bg"):
                     self.assertEqual(d.request(set_cmd(k, b"old")), b"STORED\r\n")
         with cap.conn() as d:
             cas = parse_values(d.request(b"gets ttl:cas\r\n"))[0][3]
@@ -350,6 +378,23 @@ class MaxTtlTest(RoutesCase):
                                                            "in (0, %d]" % limit)))
         print("\nremaining TTL on the servers:", seen)
         self.assertEqual(bad, [])
+        # What is not a TTL to cap: without N nothing is created; an expiry in the past stays
+        # past; binary incr's exptime 0xffffffff means "do not create".
+        self.assertEqual(c.request(b"ma ttl:none\r\n"), b"NF\r\n")
+        self.assertEqual(c.request(b"ms ttl:neg 1 T-1\r\nv\r\n"), b"HD\r\n")
+        self.assertEqual(c.request(b"set ttl:neg2 0 -1 1\r\nv\r\n"), b"STORED\r\n")
+        with BinaryConn(self.port) as bc:
+            self.assertEqual(bc.call(INCR, b"ttl:bi", extras=arith_extras(1, 5, 0xffffffff))[1],
+                             1)  # key not found
+            _op, status, *_x, value = bc.call(INCR, b"ttl:bi2", extras=arith_extras(1, 5, 0))
+            self.assertEqual((status, value), (0, b"\0" * 7 + b"\x05"))
+            self.assertEqual(bc.call(SET, b"ttl:bs", b"v", store_extras(0, 0))[1], 0)
+            self.assertEqual(bc.call(GAT, b"ttl:bg", extras=touch_extras(0))[1], 0)
+        for k in (b"ttl:none", b"ttl:neg", b"ttl:neg2", b"ttl:bi"):
+            self.assertIsNone(remaining_ttl(cap, k), k)
+        binary = [(k, remaining_ttl(cap, k)) for k in (b"ttl:bi2", b"ttl:bs", b"ttl:bg")]
+        print("binary incr (creating), set and gat with exptime 0:", binary)
+        self.assertTrue(all(t is not None and 0 < t <= 60 for _k, t in binary), binary)
 
 
 class RateLimitTest(RoutesCase):
@@ -598,8 +643,9 @@ class ShadowTest(RoutesCase):
         self.assertAlmostEqual(float(st["shadow_agreement"]), agreed / total, places=3)
 
     def test_frozen_shadow_pool_costs_clients_nothing(self):
-        """The same load on the same primary pool through a route without shadow ("plain:"),
-        with a live shadow ("sess:"), and with the shadow's memcached stopped for 5 s."""
+        """The same load at once on two routes to the same primary pool, one shadowed ("sess:")
+        and one not ("plain:"): with the shadow pool live for 2 s, then its memcached stopped
+        for 5 s (its copies then fill the bounded queue and are dropped)."""
         self.start({"sessions": 1, "sessions_v2": 1, "other": 1},
                    SHADOW_ROUTES[:1] + ['prefix: "plain:"\n      pool: sessions', 'default: other'])
         shadow = self.pools["sessions_v2"][0]
@@ -649,12 +695,15 @@ class ShadowTest(RoutesCase):
                             errs.append(r)
                     batches.append((time.perf_counter() - t0) * 1e3)
 
-        def run(prefix, seconds, during=None):
-            lat, errs, stop, batches = [], [], threading.Event(), []
-            ts = [threading.Thread(target=load, args=(prefix, seconds, lat, errs, stop, i))
-                  for i in range(2)]
+        def run(seconds, during=None):
+            """A reader-writer on each route at once (so both see the same host), and the
+            pressure on the shadowed route."""
+            lat = {b"plain:": [], b"sess:": []}
+            errs, stop, batches = [], threading.Event(), []
+            ts = [threading.Thread(target=load, args=(p, seconds, lat[p], errs, stop, i))
+                  for i, p in enumerate(lat)]
             ts.append(threading.Thread(target=pressure,
-                                       args=(prefix, seconds, errs, stop, batches)))
+                                       args=(b"sess:", seconds, errs, stop, batches)))
             for t in ts:
                 t.start()
             try:
@@ -666,9 +715,7 @@ class ShadowTest(RoutesCase):
             self.assertFalse(any(t.is_alive() for t in ts))
             return lat, errs, batches
 
-        runs = {}
-        runs["no shadow (plain:)"] = run(b"plain:", 2.0)
-        runs["live shadow (sess:)"] = run(b"sess:", 2.0)
+        runs = {"live shadow, 2 s": run(2.0)}
         sent0 = self.counter("sess:", "shadow_sent")
         dropped0 = self.counter("sess:", "shadow_dropped")
         rss0 = proc_rss_kb(self.proxy.pid)
@@ -687,23 +734,27 @@ class ShadowTest(RoutesCase):
             finally:
                 shadow.resume()
 
-        runs["frozen shadow, 5 s (sess:)"] = run(b"sess:", 5.0, frozen)
+        runs["frozen shadow, 5 s"] = run(5.0, frozen)
         st = self.route_stats()["sess:"]
         print()
-        base99 = percentile(runs["no shadow (plain:)"][0], 99)
         for label, (lat, errs, batches) in runs.items():
-            print("%-27s %6d requests, %d errors, p50 %.3f ms, p99 %.3f ms (p99 / no shadow's "
-                  "%.2f); pipelined 32 x 16 KiB sets: %d batches, p50 %.2f ms, max %.2f ms" % (
-                      label, len(lat), len(errs), percentile(lat, 50), percentile(lat, 99),
-                      percentile(lat, 99) / base99, len(batches), percentile(batches, 50),
-                      max(batches or [float("nan")])))
+            p99 = {p: percentile(v, 99) for p, v in lat.items()}
+            print("%s: %d errors; sess: (shadowed) %d requests p50 %.3f ms p99 %.3f ms; plain: "
+                  "(same pool, no shadow) %d requests p50 %.3f ms p99 %.3f ms; p99 ratio "
+                  "sess:/plain: %.2f; pipelined 32 x 16 KiB sets on sess:: %d batches, p50 %.2f "
+                  "ms, max %.2f ms" % (
+                      label, len(errs), len(lat[b"sess:"]), percentile(lat[b"sess:"], 50),
+                      p99[b"sess:"], len(lat[b"plain:"]), percentile(lat[b"plain:"], 50),
+                      p99[b"plain:"], p99[b"sess:"] / p99[b"plain:"], len(batches),
+                      percentile(batches, 50), max(batches or [float("nan")])))
         print("RSS %d KiB before the freeze, %d KiB max during it; shadow_sent %d (%d before), "
               "shadow_dropped %s (%d before; first drop %.2f s into the freeze)" % (
                   rss0, rss_max[0], int(st["shadow_sent"]), sent0, st["shadow_dropped"], dropped0,
                   dropped_seen[0] if dropped_seen else -1))
         for label, (lat, errs, batches) in runs.items():
             self.assertEqual(errs[:3], [], label)
-            self.assertGreater(len(lat), 100, label)
+            for p, v in lat.items():
+                self.assertGreater(len(v), 100, (label, p))
         self.assertGreater(int(st["shadow_dropped"]), dropped0)
         if not SANITIZED:
             self.assertLess(rss_max[0] - rss0, 64 * 1024, "mcring's RSS grew with a frozen shadow")
@@ -716,25 +767,6 @@ class ShadowTest(RoutesCase):
 
 
 class ReloadMoveTest(RoutesCase):
-
-    def reload(self, routes, how):
-        with Conn(HOST, self.port) as c:
-            before = len(parse_reloads(c.request(b"stats reloads\r\n")))
-        self.routes = routes
-        self.proxy.write_config(self.port)
-        if how == "sighup":
-            os.kill(self.proxy.pid, signal.SIGHUP)
-        else:
-            status, _ = admin_http(self.proxy.admin_port, "POST", "/reload")
-            self.assertEqual(status, 200)
-
-        def record():
-            with Conn(HOST, self.port) as c:
-                recs = parse_reloads(c.request(b"stats reloads\r\n"))
-            return recs[-1] if len(recs) > before else None
-        rec = wait_until(record)
-        self.assertTrue(rec, "no reload recorded")
-        return rec
 
     @staticmethod
     def moved(pool):
@@ -828,20 +860,31 @@ class ClientsTest(RoutesCase):
         self.assertTrue(t is not None and 0 < t <= 60, t)
 
 
-class FlushAllTest(RoutesCase):
+class KeylessTest(RoutesCase):
 
-    def test_flush_all_reaches_every_pool_of_the_routes(self):
-        self.start(STANDARD_POOLS, STANDARD_ROUTES, front_extra={"allow_flush_all": "true"})
+    def test_flush_all_and_keyless_views(self):
+        """flush_all is refused as on any listener without allow_flush_all; with it (by
+        reload), it reaches every pool of the routes. Keyless views come from the default
+        route's pool."""
+        self.start(STANDARD_POOLS, STANDARD_ROUTES)
         keys = spread_keys("sess:", 20) + spread_keys("user:", 20) + spread_keys("o", 20)
         c = self.conn(self.port)
         set_many_raw(c, [(k, b"v") for k in keys])
         self.assertEqual(sum(len(hs) for hs in self.holders(keys).values()), len(keys))
+        items = parse_stats(c.request(b"stats items\r\n"))
+        in_default = sum(int(b.stats()["curr_items"]) for b in self.pools["other"])
+        print("\nstats items through the front: items:1:number %s; the default pool holds %d "
+              "of %d" % (items.get("items:1:number"), in_default, len(keys)))
+        self.assertEqual(int(items["items:1:number"]), in_default)
+        self.assertEqual(c.request(b"version\r\n")[:8], b"VERSION ")
+        self.assertEqual(c.request(b"flush_all\r\n"), b"CLIENT_ERROR flush_all not allowed\r\n")
+        self.assertEqual(sum(len(hs) for hs in self.holders(keys).values()), len(keys))
+        rec = self.reload(STANDARD_ROUTES, front_extra={"allow_flush_all": "true"})
+        self.assertEqual(rec["result"], "applied", rec)
         self.assertEqual(c.request(b"flush_all\r\n"), b"OK\r\n")
         left = {self.backend_name(b): len(b.get_many(keys)) for b in self.all_backends()}
-        print("\nafter flush_all, keys left per server:", left)
+        print("after flush_all, keys left per server:", left)
         self.assertEqual(sum(left.values()), 0)
-        # Keyless views come from the default route's pool.
-        self.assertEqual(c.request(b"version\r\n")[:8], b"VERSION ")
         self.assertTrue(c.alive())
 
 
