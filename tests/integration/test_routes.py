@@ -14,7 +14,8 @@ listener, several pools, every claim checked on the servers themselves.
   reloads of every route option under multi-gets across routes: every reply right;
 - real clients: pymemcache (text) and pylibmc (binary) across routes.
 
-Failover is not covered here (not implemented yet).
+- failover: the primary pool killed, frozen (timeout) and answering misses (failover_on_miss):
+  the next pools serve, in order, under load, with 0 client errors.
 """
 import json
 import os
@@ -38,8 +39,10 @@ RATE_LIMITED = b"SERVER_ERROR rate limited\r\n"
 
 
 def pool_block(name, backends, extra=None):
-    lines = ["%s:" % name, "  hash: fnv1a_64", "  distribution: ketama", "  timeout: 1000"]
-    for k, v in (extra or {}).items():
+    extra = dict(extra or {})
+    lines = ["%s:" % name, "  hash: fnv1a_64", "  distribution: ketama",
+             "  timeout: %s" % extra.pop("timeout", 1000)]
+    for k, v in extra.items():
         lines.append("  %s: %s" % (k, v))
     lines.append("  servers:")
     lines += ["    - %s" % server_line(b.addr) for b in backends]
@@ -961,6 +964,74 @@ class KeylessTest(RoutesCase):
         print("after flush_all, keys left per server:", left)
         self.assertEqual(sum(left.values()), 0)
         self.assertTrue(c.alive())
+
+
+def value_reply(key, value, flags=0):
+    return b"VALUE %s %d %d\r\n%s\r\nEND\r\n" % (key, flags, len(value), value)
+
+
+class FailoverTest(RoutesCase):
+
+    FAILOVER_ROUTES = ['prefix: "f:"\n      pool: primary\n      failover: [second, third]',
+                       'prefix: "m:"\n      pool: primary\n      failover: [second]\n'
+                       '      failover_on_miss: true',
+                       'default: third']
+
+    def test_failover_order_under_load(self):
+        """Writes and reads of a failover route keep working while its pool is killed: the
+        second pool serves them; with the second frozen too (its requests time out), the third
+        does. No client error throughout; the failovers are counted."""
+        self.start({"primary": 1, "second": 1, "third": 1}, self.FAILOVER_ROUTES,
+                   pool_extra={"primary": {"timeout": 300}, "second": {"timeout": 300}})
+        primary, second, third = (self.pools[n][0] for n in ("primary", "second", "third"))
+        c = self.conn(self.port)
+        keys = spread_keys("f:", 50)
+        set_many_raw(c, [(k, b"one") for k in keys])
+        self.assertEqual(len(primary.get_many(keys)), len(keys))
+        primary.kill()
+        errors = 0
+        for i, k in enumerate(keys):
+            errors += c.request(set_cmd(k, b"two")) != b"STORED\r\n"
+            errors += c.request(b"get " + k + b"\r\n") != value_reply(k, b"two")
+        print("\nprimary killed: %d errors in %d writes and reads; %d keys on the second pool"
+              % (errors, 2 * len(keys), len(second.get_many(keys))))
+        self.assertEqual(errors, 0)
+        self.assertEqual(len(second.get_many(keys)), len(keys))
+        self.assertEqual(len(third.get_many(keys)), 0)  # in order: the third was not needed
+        second.pause()
+        try:
+            t0 = time.monotonic()
+            for k in keys[:10]:
+                errors += c.request(set_cmd(k, b"three")) != b"STORED\r\n"
+            print("second frozen: 10 sets in %.2f s, %d errors; %d on the third pool"
+                  % (time.monotonic() - t0, errors, len(third.get_many(keys[:10]))))
+            self.assertEqual(errors, 0)
+            self.assertEqual(len(third.get_many(keys[:10])), 10)
+        finally:
+            second.resume()
+        failovers = self.counter("f:", "failovers")
+        print("f: failovers counted:", failovers)
+        self.assertGreaterEqual(failovers, 2 * len(keys) + 10)
+        self.assertEqual(self.counter("f:", "errors"), 0)
+
+    def test_failover_on_miss(self):
+        """A miss in the primary asks the second pool (its value is answered); a hit does not."""
+        self.start({"primary": 1, "second": 1, "third": 1}, self.FAILOVER_ROUTES)
+        primary, second = self.pools["primary"][0], self.pools["second"][0]
+        keys = spread_keys("m:", 20)
+        with second.conn() as s2, primary.conn() as p1:
+            set_many_raw(s2, [(k, b"from-second") for k in keys[:10]] +
+                         [(k, b"not-this") for k in keys[10:]])
+            set_many_raw(p1, [(k, b"from-primary") for k in keys[10:]])
+        c = self.conn(self.port)
+        self.assertEqual(c.request(b"get " + keys[0] + b"\r\n"), value_reply(keys[0], b"from-second"))
+        for k in keys[:10]:
+            self.assertEqual(c.request(b"mg " + k + b" v\r\n"), b"VA 11\r\nfrom-second\r\n")
+        for k in keys[10:]:
+            self.assertEqual(c.request(b"get " + k + b"\r\n"), value_reply(k, b"from-primary"))
+        self.assertEqual(c.request(b"get m:none\r\n"), b"END\r\n")  # both miss
+        print("\nm: failovers counted:", self.counter("m:", "failovers"))
+        self.assertEqual(self.counter("m:", "failovers"), 12)
 
 
 if __name__ == "__main__":
