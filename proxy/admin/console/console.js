@@ -454,18 +454,26 @@ function drawHotkeys(data) {
 
 // Routes (/routes): per listener, a row per route: its prefix, pool, requests per second (from
 // the previous answer), errors and rate-limited requests (totals), and its shadow pool with the
-// copies sent and dropped and how often its answers agreed with the pool's. Hidden when no pool
-// has routes.
+// copies sent and dropped and how often its answers agreed with the pool's: over the last poll
+// when reads were compared in it (how warm the shadow pool is now), else since start. Hidden
+// when no pool has routes.
 function drawRoutes(data, now) {
   const panel = document.getElementById("routes");
   const body = document.getElementById("routes-body");
   const listeners = ((data && data.listeners) || []).filter((l) => l.routes.length);
   const prev = state.routesPrevious;
   const requests = {};
+  const compared = {};
+  const agreed = {};
   for (const l of listeners) {
-    for (const r of l.routes) requests[l.name + "\n" + r.route] = r.counters.requests;
+    for (const r of l.routes) {
+      const key = l.name + "\n" + r.route;
+      requests[key] = r.counters.requests;
+      compared[key] = r.counters.shadow_compared;
+      agreed[key] = r.counters.shadow_agreed;
+    }
   }
-  state.routesPrevious = {at: now, requests};
+  state.routesPrevious = {at: now, requests, compared, agreed};
   if (!listeners.length) {
     panel.hidden = true;
     return;
@@ -479,6 +487,11 @@ function drawRoutes(data, now) {
       const c = r.counters;
       const before = prev ? prev.requests[l.name + "\n" + r.route] : undefined;
       const rate = before !== undefined && dt > 0 ? Math.max(0, c.requests - before) / dt : null;
+      const key = l.name + "\n" + r.route;
+      const newlyCompared = prev && prev.compared[key] !== undefined
+        ? c.shadow_compared - prev.compared[key] : 0;
+      const agreement = newlyCompared > 0
+        ? (c.shadow_agreed - prev.agreed[key]) / newlyCompared : r.shadow_agreement;
       const sh = r.shadow;
       const shadowText = sh ? sh.pool + (sh.percent < 100 ? ` (${sh.percent}% of keys)` : "") +
                               (sh.writes_only ? " writes only" : "") : "–";
@@ -492,7 +505,7 @@ function drawRoutes(data, now) {
         el("td", {text: sh ? num(c.shadow_sent) : "–"}),
         el("td", {class: c.shadow_dropped > 0 ? "warn" : "",
                   text: sh ? num(c.shadow_dropped) : "–"}),
-        el("td", {class: "agreement", text: pct(r.shadow_agreement)})));
+        el("td", {class: "agreement", text: pct(agreement)})));
     }
     body.append(el("h3", {text: l.name}), el("table", {},
       el("thead", {}, el("tr", {},
