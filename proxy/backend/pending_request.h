@@ -14,7 +14,7 @@
 
 #include "proxy/backend/backend_failure.h"
 #include "proxy/backend/hot_spread.h"
-#include "proxy/backend/shadow_probe.h"
+#include "proxy/backend/route_state.h"
 #include "proxy/net/buffer.h"
 #include "proxy/protocol/binary_translation.h"
 #include "proxy/protocol/command.h"
@@ -249,18 +249,8 @@ struct PendingRequest {
   std::string failover_line;  // Direct: the request as sent (with the mn of a quiet mg)
   Expect failover_expect = Expect::OneUnit;
 
-  // Routes (dispatch/routed.cc): the counters of the route that sent it (null: not routed), and
-  // a shadowed read's comparison with its shadow's answer (dispatch/shadow.h).
-  stats::RouteStats* route_stats = nullptr;
-  ShadowProbe* shadow_probe = nullptr;
-  // A route's failover (dispatch/route_failover.h), for a single-key request: the pools still
-  // to try, in order (from route_next), the request as sent (route_resend, with its data block)
-  // and how its reply ends. Never streamed (rewrites): a failed reply is replaced.
-  std::vector<PoolRuntime*> route_failover;
-  uint8_t route_next = 0;
-  bool route_failover_on_miss = false;
-  Expect route_expect = Expect::OneUnit;
-  std::string route_resend;
+  // Routes: the state of a request a route sent (route_state.h; null: not routed).
+  RouteState* route = nullptr;
   // A Direct request whose server failed or was unavailable: its reply is mcring's (the
   // failure, a miss by unavailable_reads, or nothing for classic noreply), not the server's.
   bool backend_failed = false;
@@ -268,14 +258,7 @@ struct PendingRequest {
   void reset() {
     session = nullptr;
     pool = nullptr;
-    route_stats = nullptr;
-    ShadowProbe::release(shadow_probe);
-    if (!route_failover.empty()) {
-      route_failover.clear();
-      route_resend.clear();
-    }
-    route_next = 0;
-    route_failover_on_miss = false;
+    RouteState::release(route);
     backend_failed = false;
     refs = 0;
     fragments_left = 0;

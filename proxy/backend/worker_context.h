@@ -9,6 +9,7 @@
 
 #include "proxy/backend/dispatch_steps.h"
 #include "proxy/backend/pending_request.h"
+#include "proxy/backend/route_state.h"
 #include "proxy/backend/warmup_state.h"
 #include "proxy/net/event_loop.h"
 #include "proxy/stats/backend_stats.h"
@@ -33,6 +34,7 @@ class WorkerContext {
 
   net::EventLoop& loop() { return *loop_; }
   RequestPool& requests() { return requests_; }
+  RouteStatePool& routeStates() { return route_states_; }
   WarmupRegistry& warmup() { return warmup_; }
   stats::WorkerCounters& counters() { return counters_; }
   stats::BackendStatsList& backendStats() { return backend_stats_; }
@@ -48,6 +50,8 @@ class WorkerContext {
 
  protected:
   std::unique_ptr<net::EventLoop> loop_;
+  // Declared before the request pool, so destroyed after it: recycled requests return theirs.
+  RouteStatePool route_states_;
   RequestPool requests_;
   WarmupRegistry warmup_;
   stats::WorkerCounters counters_;

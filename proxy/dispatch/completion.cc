@@ -71,11 +71,14 @@ bool completeRequest(PendingRequest& r, WorkerContext& worker) {
   if (!composeReply(r, worker)) {
     return false;  // gone on (a second hop, a next replica)
   }
-  if (r.shadow_probe != nullptr && r.session != nullptr) {  // not the shadow's own copy
+  if (r.route == nullptr) {
+    return true;
+  }
+  if (r.route->probe != nullptr && r.session != nullptr) {  // not the shadow's own copy
     Shadows::primaryAnswered(r);
   }
-  if (r.route_stats != nullptr && isErrorReply(r)) {
-    stats::bump(r.route_stats->errors);
+  if (r.route->stats != nullptr && isErrorReply(r)) {
+    stats::bump(r.route->stats->errors);
   }
   return true;
 }

@@ -42,22 +42,25 @@ void Dispatcher::dispatch(RequestSource& src, PoolRuntime& pool, const protocol:
 PendingRequest* Dispatcher::newRequest(protocol::Command command) {
   PendingRequest* r = src_->newRequest(command);
   r->pool = pool_;
-  if (route_ != nullptr) {
-    r->route_stats = route_->stats.get();
+  if (route_ == nullptr && probe_ == nullptr) {
+    return r;
   }
+  RouteState* st = worker_.routeStates().acquire();
+  r->route = st;
+  st->stats = route_ != nullptr ? route_->stats.get() : nullptr;
   if (failover_ready_) {
     // Its route may send it on to the next pool (route_failover.h): kept whole, never streamed.
-    r->route_failover.assign(route_->failover.begin(), route_->failover.end());
-    r->route_failover_on_miss = route_->config->failover_on_miss;
-    r->route_expect = failover_expect_;
-    r->route_resend.swap(failover_bytes_);
-    r->failover_key.assign(failover_key_);
+    st->failover.assign(route_->failover.begin(), route_->failover.end());
+    st->failover_on_miss = route_->config->failover_on_miss;
+    st->expect = failover_expect_;
+    st->resend.swap(failover_bytes_);
+    st->key.assign(failover_key_);
     r->rewrites = true;
     failover_ready_ = false;
   }
   if (probe_ != nullptr) {
     // A shadowed read: its whole reply is compared with the shadow's when complete.
-    r->shadow_probe = probe_;
+    st->probe = probe_;
     probe_ = nullptr;
     r->rewrites = true;
   }
@@ -118,7 +121,7 @@ void Dispatcher::countForBackend(BackendServer& server, std::string_view key) {
 void Dispatcher::failUnavailable(PendingRequest* r, BackendServer& server, uint64_t bytes) {
   src_->input().drain(bytes);
   server.countFailure(server.lastFailure());
-  if (!r->route_failover.empty()) {
+  if (r->route != nullptr && r->route->failsOver()) {
     // Its route may have another pool for it (route_failover.h).
     r->backend_failed = true;
     if (!answerUnavailable(*r, 0, server, server.lastFailure(), worker_)) {
@@ -129,7 +132,9 @@ void Dispatcher::failUnavailable(PendingRequest* r, BackendServer& server, uint6
     }
     if (r->reply.size() > 0 && r->reply.contiguous(1)[0] == 'S') {  // SERVER_ERROR, not a miss
       stats::bump(worker_.counters().server_errors);
-      stats::bump(r->route_stats->errors);
+      if (r->route->stats != nullptr) {
+        stats::bump(r->route->stats->errors);
+      }
       if (r->noreply) {
         r->reply.drain(r->reply.size());
       }
@@ -142,8 +147,8 @@ void Dispatcher::failUnavailable(PendingRequest* r, BackendServer& server, uint6
     return;
   }
   stats::bump(worker_.counters().server_errors);
-  if (r->route_stats != nullptr) {
-    stats::bump(r->route_stats->errors);
+  if (r->route != nullptr && r->route->stats != nullptr) {
+    stats::bump(r->route->stats->errors);
   }
   src_->completeWith(r,
                      r->noreply ? std::string_view() : backendFailureReply(server.lastFailure()));

@@ -25,12 +25,12 @@ bool failsOver(PendingRequest& r) {
   if (r.backend_failed || startsWith(r.reply, "SERVER_ERROR")) {
     return true;
   }
-  if (!r.route_failover_on_miss || !isRead(r.command)) {
+  if (!r.route->failover_on_miss || !isRead(r.command)) {
     return false;
   }
   if (r.command == protocol::Command::MetaGet) {
     // A quiet mg's miss is no reply at all; otherwise EN.
-    return r.route_expect == Expect::UntilNoop ? r.reply.size() == 0 : startsWith(r.reply, "EN");
+    return r.route->expect == Expect::UntilNoop ? r.reply.size() == 0 : startsWith(r.reply, "EN");
   }
   return startsWith(r.reply, "END");  // no VALUE before it
 }
@@ -38,14 +38,15 @@ bool failsOver(PendingRequest& r) {
 }  // namespace
 
 bool continueRouteFailover(PendingRequest& r, WorkerContext& worker) {
-  if (r.route_next >= r.route_failover.size() || r.session == nullptr || r.refused ||
+  if (r.route == nullptr || !r.route->failsOver() || r.session == nullptr || r.refused ||
       r.shape != Shape::Direct || r.replica_count > 0 || r.spread_role != SpreadRole::None ||
       !failsOver(r)) {
     return false;
   }
-  while (r.route_next < r.route_failover.size()) {
-    PoolRuntime* pool = r.route_failover[r.route_next++];
-    BackendServer* server = pool->currentServer(r.failover_key);
+  RouteState& route = *r.route;
+  while (route.failsOver()) {
+    PoolRuntime* pool = route.failover[route.next++];
+    BackendServer* server = pool->currentServer(route.key);
     if (server == nullptr) {
       continue;  // a reload removed the pool
     }
@@ -54,8 +55,8 @@ bool continueRouteFailover(PendingRequest& r, WorkerContext& worker) {
       server->countFailure(server->lastFailure());
       continue;
     }
-    if (r.route_stats != nullptr) {
-      stats::bump(r.route_stats->failovers);
+    if (route.stats != nullptr) {
+      stats::bump(route.stats->failovers);
     }
     r.session->releaseHeld(r);
     r.reply.drain(r.reply.size());
@@ -64,8 +65,8 @@ bool continueRouteFailover(PendingRequest& r, WorkerContext& worker) {
     r.failed = false;
     r.pool = pool;
     r.fragments_left = 1;
-    conn->output().append(r.route_resend);
-    conn->expect(&r, 0, Delivery::Direct, r.route_expect, r.route_resend.size());
+    conn->output().append(route.resend);
+    conn->expect(&r, 0, Delivery::Direct, route.expect, route.resend.size());
     return true;
   }
   (void)worker;

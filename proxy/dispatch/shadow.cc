@@ -121,7 +121,8 @@ ShadowProbe* Shadows::sendRead(const RouteRuntime& route, std::string_view routi
   if (compare) {
     probe = newProbe(route.stats.get());
     probe->refs = 2;
-    r->shadow_probe = probe;
+    r->route = worker_.routeStates().acquire();
+    r->route->probe = probe;
   }
   protocol::RequestWriter mg(conn->output());
   mg.verb(protocol::Command::MetaGet).metaKey(key, b64).flag('v').end();
@@ -131,7 +132,8 @@ ShadowProbe* Shadows::sendRead(const RouteRuntime& route, std::string_view routi
 }
 
 void Shadows::primaryAnswered(PendingRequest& r) {
-  if (r.shadow_probe == nullptr) {
+  ShadowProbe* probe = r.route != nullptr ? r.route->probe : nullptr;
+  if (probe == nullptr) {
     return;
   }
   uint64_t digest = 0;
@@ -139,7 +141,7 @@ void Shadows::primaryAnswered(PendingRequest& r) {
   if (!r.refused && !r.failed && r.reply.size() > 0) {
     a = answerOf(r.reply.contiguous(r.reply.size()), &digest);
   }
-  r.shadow_probe->answer(false, a, digest);
+  probe->answer(false, a, digest);
 }
 
 UnitVerdict Shadows::onUnit(PendingRequest& r, uint32_t tag, const protocol::Reply& rep,
@@ -148,10 +150,10 @@ UnitVerdict Shadows::onUnit(PendingRequest& r, uint32_t tag, const protocol::Rep
     return UnitVerdict::Desync;
   }
   if (tag == kReadTag) {
-    if (r.shadow_probe != nullptr) {
+    if (r.route != nullptr && r.route->probe != nullptr) {
       uint64_t digest = 0;
       const ShadowProbe::Answer a = answerOf(unit, &digest);
-      r.shadow_probe->answer(true, a, digest);
+      r.route->probe->answer(true, a, digest);
     }
     return UnitVerdict::Done;
   }
@@ -161,8 +163,8 @@ UnitVerdict Shadows::onUnit(PendingRequest& r, uint32_t tag, const protocol::Rep
 }
 
 void Shadows::onFailure(PendingRequest& r, uint32_t tag, BackendFailure) {
-  if (tag == kReadTag && r.shadow_probe != nullptr) {
-    r.shadow_probe->answer(true, ShadowProbe::Answer::Unusable, 0);
+  if (tag == kReadTag && r.route != nullptr && r.route->probe != nullptr) {
+    r.route->probe->answer(true, ShadowProbe::Answer::Unusable, 0);
   }
 }
 

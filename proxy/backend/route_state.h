@@ -1,0 +1,75 @@
+// A routed request's own state (dispatch/routed.cc): its route's counters, a shadowed read's
+// probe, and what its route's failover needs. Kept out of PendingRequest, which holds one
+// pointer to it (null for a request no route sent); pooled per worker (RouteStatePool, no
+// allocation per request once warm) and returned when its request is recycled. Worker-thread
+// only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "proxy/backend/shadow_probe.h"
+#include "proxy/stats/route_stats.h"
+
+namespace mcring::core {
+
+struct PoolRuntime;
+enum class Expect : uint8_t;  // pending_request.h
+
+struct RouteState {
+  std::vector<RouteState*>* free_list = nullptr;  // its worker's pool
+  stats::RouteStats* stats = nullptr;             // the route that sent it
+  // A shadowed read (dispatch/shadow.h): compared with its copy's answer when complete; on a
+  // copy, the same probe.
+  ShadowProbe* probe = nullptr;
+  // Failover (dispatch/route_failover.h), for a single-key request: the pools still to try, in
+  // order (from next), the request as first sent (line and data block), how its reply ends,
+  // and its routing key.
+  std::vector<PoolRuntime*> failover;
+  uint8_t next = 0;
+  bool failover_on_miss = false;
+  Expect expect{};
+  std::string resend;
+  std::string key;
+
+  bool failsOver() const { return next < failover.size(); }
+
+  // Returns it to its pool (the pointer is cleared).
+  static void release(RouteState*& s) {
+    if (s == nullptr) {
+      return;
+    }
+    ShadowProbe::release(s->probe);
+    s->stats = nullptr;
+    if (!s->failover.empty()) {
+      s->failover.clear();
+      s->resend.clear();
+    }
+    s->next = 0;
+    s->failover_on_miss = false;
+    s->free_list->push_back(s);
+    s = nullptr;
+  }
+};
+
+class RouteStatePool {
+ public:
+  RouteState* acquire() {
+    if (free_.empty()) {
+      all_.push_back(std::make_unique<RouteState>());
+      all_.back()->free_list = &free_;
+      return all_.back().get();
+    }
+    RouteState* s = free_.back();
+    free_.pop_back();
+    return s;
+  }
+
+ private:
+  std::vector<RouteState*> free_;
+  std::vector<std::unique_ptr<RouteState>> all_;
+};
+
+}  // namespace mcring::core
