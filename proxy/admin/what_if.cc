@@ -39,6 +39,11 @@ WhatIfAnswer planWhatIf(const config::Topology& topology, const std::string& poo
   if (current == nullptr) {
     return failure(404, "no pool '" + pool + "' in the configuration in force");
   }
+  if (current->config.routed()) {
+    // Its keys' servers are its routes' pools': a what-if is asked of one of those.
+    return failure(400, "pool '" + pool +
+                            "' has routes and no servers: ask the what-if of a pool it routes to");
+  }
   config::PoolConfig after = current->config;
   after.servers.clear();
   std::set<std::string> seen;

@@ -964,6 +964,12 @@ class KeylessTest(RoutesCase):
         print("after flush_all, keys left per server:", left)
         self.assertEqual(sum(left.values()), 0)
         self.assertTrue(c.alive())
+        # The console's what-if plans a pool's server list: a routed listener has none.
+        status, body = admin_http(self.proxy.admin_port, "POST", "/whatif/front")
+        self.assertEqual(status, 400, body)
+        self.assertIn(b"has routes and no servers", body)
+        status, body = admin_http(self.proxy.admin_port, "POST", "/whatif/other")
+        self.assertNotIn(b"has routes", body)  # a pool it routes to is planned as any pool
 
 
 def value_reply(key, value, flags=0):
