@@ -57,6 +57,8 @@ class BackendConnection : public net::ConnectionHandler {
   State state() const { return state_; }
   bool idle() const { return inflight_.empty() && replays_.empty() && held_.empty(); }
   size_t inflightCount() const { return inflight_.size(); }
+  // Request bytes written here and not yet to the socket.
+  uint64_t unsent() const { return (tcp_ ? tcp_->output().size() : 0) + held_output_.size(); }
   // Whether a request that may change an item (anything but a get/gets, a stats or a warm-up
   // read) is queued here and not yet answered. Hot-key spread asks it of a key's own server when
   // the key starts spreading (spread_write.h, spreadStartsQuiet).

@@ -11,7 +11,8 @@ namespace mcring::core {
   X(ConnectionClosed, "connection_closed", "SERVER_ERROR backend connection closed") \
   X(Timeout, "timeout", "SERVER_ERROR backend timeout")                              \
   X(ProtocolError, "protocol_error", "SERVER_ERROR backend protocol error")          \
-  X(Unavailable, "unavailable", "SERVER_ERROR backend unavailable")
+  X(Unavailable, "unavailable", "SERVER_ERROR backend unavailable")                  \
+  X(Backlogged, "backlogged", "SERVER_ERROR backend backlog full")
 
 enum class BackendFailure : uint8_t {
 #define MCRING_X(id, name, reply) id,

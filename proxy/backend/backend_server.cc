@@ -56,6 +56,9 @@ void BackendServer::countFailure(BackendFailure why, uint64_t n) {
     case BackendFailure::Unavailable:
       stats::bump(stats_->err_unavailable, n);
       break;
+    case BackendFailure::Backlogged:
+      stats::bump(stats_->err_backlogged, n);
+      break;
   }
 }
 
@@ -69,7 +72,20 @@ BackendConnection* BackendServer::connectionFor(uint64_t session_id) {
       return nullptr;
     }
   }
+  // A server that takes requests slower than they come (frozen, or too slow for the load) has
+  // them queue here, unsent, in mcring's memory: bounded, and past the bound a request fails at
+  // once as if the server were unavailable (its read a miss by unavailable_reads, a write the
+  // failure, a route's failover tried), instead of growing without end.
+  if (c->unsent() >= backlogLimit()) {
+    last_failure_ = BackendFailure::Backlogged;
+    return nullptr;
+  }
   return c;
+}
+
+uint64_t BackendServer::backlogLimit() const {
+  const config::PoolConfig& pc = pool_->config();
+  return std::max<uint64_t>(pc.buffer_limit / 4, 2 * pc.item_size_max);
 }
 
 void BackendServer::onConnected() {

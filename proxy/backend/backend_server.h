@@ -67,6 +67,9 @@ class BackendServer {
   PoolRuntime& pool() { return *pool_; }
   void setPool(PoolRuntime& pool) { pool_ = &pool; }
   BackendFailure lastFailure() const { return last_failure_; }
+  // The most request bytes one connection holds unsent (connectionFor): a quarter of the pool's
+  // buffer_limit, at least two values of item_size_max.
+  uint64_t backlogLimit() const;
   stats::BackendStats& stats() { return *stats_; }
   // Counts n requests that failed because of this server.
   void countFailure(BackendFailure why, uint64_t n = 1);

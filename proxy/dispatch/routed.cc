@@ -105,7 +105,11 @@ std::string_view Dispatcher::capTtl(std::string_view line, uint32_t max_ttl) {
     return line;
   }
   if (pool_->parser.parse(capped_line_, capped_req_) != protocol::ParseStatus::Ok) {
-    return {};  // longer than a line may be (an ms at the limit given its T): refused
+    // Longer than a line may be (an ms near the limit given its T): without its padding.
+    capped_line_ = protocol::compactLine(capped_line_);
+    if (pool_->parser.parse(capped_line_, capped_req_) != protocol::ParseStatus::Ok) {
+      return {};  // still too long: refused
+    }
   }
   // A binary client's long key is routed by the key itself, not the parser's decoding.
   capped_req_.decoded_key = req_->decoded_key;

@@ -9,7 +9,12 @@ namespace {
 
 constexpr int64_t kRelativeLimit = 60 * 60 * 24 * 30;  // memcached's REALTIME_MAXDELTA
 
+// A number as memcached reads one (strtol): an optional sign ("+0" is 0, never to be left
+// uncapped), then digits.
 std::optional<int64_t> parseInt(std::string_view s) {
+  if (s.size() > 1 && s[0] == '+') {
+    s.remove_prefix(1);
+  }
   int64_t v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size()) {
@@ -153,6 +158,23 @@ bool capLineExptime(const Request& req, std::string_view line, uint32_t max_ttl,
   }
   out->append(line.substr(at, req.line_length - at));
   return true;
+}
+
+std::string compactLine(std::string_view line) {
+  const std::string_view body = bodyOf(line);
+  std::string out;
+  out.reserve(line.size());
+  for (char c : body) {
+    if (c == ' ' && (out.empty() || out.back() == ' ')) {
+      continue;
+    }
+    out.push_back(c);
+  }
+  while (!out.empty() && out.back() == ' ') {
+    out.pop_back();
+  }
+  out.append(line.substr(body.size()));
+  return out;
 }
 
 }  // namespace mcring::protocol

@@ -26,4 +26,8 @@ std::optional<int64_t> cappedExptime(int64_t exptime, uint32_t max_ttl, int64_t 
 bool capLineExptime(const Request& req, std::string_view line, uint32_t max_ttl, int64_t now_unix,
                     std::string* out);
 
+// `line` with every run of spaces made one space (what memcached's tokenizer reads the same),
+// for a capped line that grew past the line limit.
+std::string compactLine(std::string_view line);
+
 }  // namespace mcring::protocol

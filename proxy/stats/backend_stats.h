@@ -35,6 +35,8 @@ namespace mcring::stats {
   X(err_timeout, Counter, "requests failed: timeout")                                              \
   X(err_protocol_error, Counter, "requests failed: unparseable reply")                             \
   X(err_unavailable, Counter, "requests failed at once during reconnect backoff")                  \
+  X(err_backlogged, Counter,                                                                       \
+    "requests failed at once: the server's unsent requests on this worker reached their bound")    \
   X(unavailable_misses, Counter,                                                                   \
     "retrieval keys answered as misses because this backend was unavailable (unavailable_reads: "  \
     "miss)")                                                                                       \

@@ -43,6 +43,10 @@ TEST_CASE("classic storage, touch and gat lines") {
   CHECK(capped("gat 0 a b c\r\n") == "gat 3600 a b c\r\n");
   CHECK(capped("gats 100000 a\r\n") == "gats 3600 a\r\n");
   CHECK(capped("get a b\r\n").empty());
+  // memcached reads "+0" as 0 (strtol): capped, not left to never expire.
+  CHECK(capped("set k 0 +0 1\r\n") == "set k 0 3600 1\r\n");
+  CHECK(capped("touch k +99999\r\n") == "touch k 3600\r\n");
+  CHECK(capped("set k 0 +60 1\r\n").empty());
   CHECK(capped("delete k\r\n").empty());
   CHECK(capped("incr k 1\r\n").empty());
 }
@@ -52,6 +56,7 @@ TEST_CASE("meta commands: T and N capped, an ms without T gets one") {
   CHECK(capped("ms k 3 F5 q\r\n") == "ms k 3 F5 q T3600\r\n");
   CHECK(capped("ms k 3 T0\r\n") == "ms k 3 T3600\r\n");
   CHECK(capped("ms k 3 T60\r\n").empty());
+  CHECK(capped("ms k 3 T+0\r\n") == "ms k 3 T3600\r\n");
   CHECK(capped("mg k v T0\r\n") == "mg k v T3600\r\n");
   CHECK(capped("mg k v N90000 T10\r\n") == "mg k v N3600 T10\r\n");
   CHECK(capped("mg k v\r\n").empty());
@@ -59,6 +64,12 @@ TEST_CASE("meta commands: T and N capped, an ms without T gets one") {
   CHECK(capped("md k I T0\r\n") == "md k I T3600\r\n");
   CHECK(capped("md k\r\n").empty());
   CHECK(capped("mg a2V5 b v T0\r\n") == "mg a2V5 b v T3600\r\n");  // base64 key untouched
+}
+
+TEST_CASE("compactLine: runs of spaces become one, the terminator kept") {
+  CHECK(compactLine("ms  k   3    T3600\r\n") == "ms k 3 T3600\r\n");
+  CHECK(compactLine("set k 0 0 1   \n") == "set k 0 0 1\n");
+  CHECK(compactLine("mn\r\n") == "mn\r\n");
 }
 
 }  // namespace
