@@ -467,5 +467,105 @@ class ConfigCase(RoutesCase):
         self.assertIn("bad.yml:7:13: pool 'f': routes[0]: pool: no pool named 'nope'", out)
 
 
+def storm_front(a, v):
+    """Version v of a config whose route a: gains and loses pool p3 (its shadow and failover)."""
+    p3 = "p3:\n  servers: [%s:1]\n  timeout: 300\n" % a[4] if v % 2 else ""
+    return """
+p0:
+  servers: [%s:1, %s:1]
+  timeout: 300
+p1:
+  servers: [%s:1]
+  timeout: 300
+p2:
+  servers: [%s:1]
+  timeout: 300
+%sfront:
+  listen: 127.0.0.1:{port}
+  routes:
+    - prefix: "a:"
+      pool: p0
+      shadow: { pool: %s, percent: %d }
+      max_ttl: %d
+      failover: [%s]
+      failover_on_miss: %s
+    - prefix: "b:"
+      pool: p1
+      rate_limit: { requests_per_second: %d }
+    - prefix: "c%d:"
+      pool: p2
+%s""" % (a[0], a[1], a[2], a[3], p3, "p3" if v % 2 else "p1", (100, 50, 10)[v % 3],
+         (100, 3600, 10)[v % 3], "p3" if v % 2 else "p2", ("true", "false")[v % 2],
+         (100000, 50)[v % 2], v % 4, "    - default: p2\n" if v % 3 else "")
+
+
+class ReloadStormCase(RoutesCase):
+    def test_routes_and_pools_retargeted_under_pipelined_load(self):
+        """Withstood: reloads every 50 ms for 5 s that retarget the routes and add and remove the
+        pool a route shadows and fails over to, while 4 clients pipeline mixed requests (some
+        vanishing before their replies) and one memcached is frozen in turn: every reload
+        applied, every waiting client answered one reply per request, mcring alive."""
+        import random
+        self.start(5, lambda a: storm_front(a, 0))
+        stop = time.monotonic() + 5.0
+        problems = []
+
+        def client(seed):
+            rnd = random.Random(seed)
+            while time.monotonic() < stop:
+                try:
+                    c = Conn(HOST, self.mc.port, timeout=10)
+                except OSError as e:
+                    problems.append(repr(e))
+                    return
+                with c:
+                    reqs = []
+                    for _ in range(rnd.randint(1, 100)):
+                        k = rnd.choice([b"a:", b"b:", b"c0:", b"c1:", b"zz"]) + b"%d" % rnd.randint(0, 50)
+                        reqs.append(rnd.choice([b"set %s 0 0 3\r\nabc\r\n", b"get %s a:1 b:2 zz\r\n",
+                                                b"mg %s v t k O1\r\n", b"ms %s 2 T0\r\nxy\r\n",
+                                                b"gat 0 %s a:9\r\n", b"delete %s\r\n",
+                                                b"incr %s 1\r\n", b"touch %s 0\r\n",
+                                                b"gets %s\r\n"]) % k)
+                    c.send(b"".join(reqs))
+                    if rnd.random() < 0.3:
+                        continue  # gone before its replies
+                    replies = c.read_replies(len(reqs), timeout=10)
+                    if len(replies) != len(reqs) or not replies[-1].endswith(b"\r\n"):
+                        problems.append("%d replies to %d requests" % (len(replies), len(reqs)))
+
+        threads = [threading.Thread(target=client, args=(s,), daemon=True) for s in range(4)]
+        for t in threads:
+            t.start()
+        v, frozen, results = 0, None, []
+        try:
+            while time.monotonic() < stop and self.alive():
+                v += 1
+                self.mc.template = storm_front(self.addrs, v)
+                self.mc.write_config(self.mc.port)
+                os.kill(self.mc.pid, signal.SIGHUP)
+                if v % 20 == 0:
+                    if frozen is not None:
+                        frozen.resume()
+                        frozen = None
+                    else:
+                        frozen = self.backends[(v // 20) % 5]
+                        frozen.pause()
+                time.sleep(0.05)
+        finally:
+            if frozen is not None:
+                frozen.resume()
+            for t in threads:
+                t.join(15)
+        self.assertTrue(self.alive())
+        with Conn(HOST, self.mc.port) as c:
+            records = parse_reloads(c.request(b"stats reloads\r\n"))
+            self.assertEqual(c.request(b"set a:x 0 0 1\r\nv\r\n"), b"STORED\r\n")
+        results = sorted(set(r["result"] for r in records))
+        print("%d reloads sent, records %s, client problems %s" % (v, results, problems[:5]))
+        self.assertEqual(problems, [])
+        self.assertNotIn("failed", results)
+
+
 if __name__ == "__main__":
     unittest.main()
