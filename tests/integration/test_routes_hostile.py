@@ -26,8 +26,10 @@ class RoutedMcring(Mcring):
         super().__init__([], tmpdir, **kw)
 
     def write_config(self, port):
-        with open(self.config_path, "w") as f:
+        tmp = self.config_path + ".new"  # renamed into place: the file watcher never reads half
+        with open(tmp, "w") as f:
             f.write(self.template.replace("{port}", str(port)))
+        os.replace(tmp, self.config_path)
 
     def reload(self, template):
         """Writes a new config, SIGHUPs, and returns the new reload record."""
