@@ -16,11 +16,12 @@
 namespace mcring::core {
 
 struct PoolRuntime;
+class RouteStatePool;
 enum class Expect : uint8_t;  // pending_request.h
 
 struct RouteState {
-  std::vector<RouteState*>* free_list = nullptr;  // its worker's pool
-  stats::RouteStats* stats = nullptr;             // the route that sent it
+  RouteStatePool* owner = nullptr;     // its worker's pool
+  stats::RouteStats* stats = nullptr;  // the route that sent it
   // A shadowed read (dispatch/shadow.h): compared with its copy's answer when complete; on a
   // copy, the same probe.
   ShadowProbe* probe = nullptr;
@@ -37,39 +38,50 @@ struct RouteState {
   bool failsOver() const { return next < failover.size(); }
 
   // Returns it to its pool (the pointer is cleared).
-  static void release(RouteState*& s) {
-    if (s == nullptr) {
-      return;
-    }
-    ShadowProbe::release(s->probe);
-    s->stats = nullptr;
-    if (!s->failover.empty()) {
-      s->failover.clear();
-      s->resend.clear();
-    }
-    s->next = 0;
-    s->failover_on_miss = false;
-    s->free_list->push_back(s);
-    s = nullptr;
-  }
+  static void release(RouteState*& s);
 };
 
+// A worker's RouteStates, and the bytes their failover copies hold (bounded by the caller:
+// dispatch/routed.cc sends a request without a copy past the bound).
 class RouteStatePool {
  public:
   RouteState* acquire() {
     if (free_.empty()) {
       all_.push_back(std::make_unique<RouteState>());
-      all_.back()->free_list = &free_;
+      all_.back()->owner = this;
       return all_.back().get();
     }
     RouteState* s = free_.back();
     free_.pop_back();
     return s;
   }
+  uint64_t copyBytes() const { return copy_bytes_; }
+  // A failover copy of n bytes is kept / let go.
+  void holdCopy(uint64_t n) { copy_bytes_ += n; }
+  void dropCopy(uint64_t n) { copy_bytes_ -= n; }
 
  private:
+  friend struct RouteState;
   std::vector<RouteState*> free_;
   std::vector<std::unique_ptr<RouteState>> all_;
+  uint64_t copy_bytes_ = 0;
 };
+
+inline void RouteState::release(RouteState*& s) {
+  if (s == nullptr) {
+    return;
+  }
+  ShadowProbe::release(s->probe);
+  s->stats = nullptr;
+  if (!s->failover.empty()) {
+    s->owner->dropCopy(s->resend.size());
+    s->failover.clear();
+    s->resend.clear();
+  }
+  s->next = 0;
+  s->failover_on_miss = false;
+  s->owner->free_.push_back(s);
+  s = nullptr;
+}
 
 }  // namespace mcring::core

@@ -54,6 +54,7 @@ PendingRequest* Dispatcher::newRequest(protocol::Command command) {
     st->failover_on_miss = route_->config->failover_on_miss;
     st->expect = failover_expect_;
     st->resend.swap(failover_bytes_);
+    worker_.routeStates().holdCopy(st->resend.size());
     st->key.assign(failover_key_);
     r->rewrites = true;
     failover_ready_ = false;

@@ -156,6 +156,13 @@ void Dispatcher::routedKeyed(std::string_view line) {
 // The request as its route's next pool would get it: the line as sent (no classic noreply
 // token; a meta q request with the mn that ends its reply), then its data block.
 void Dispatcher::prepareRouteFailover(std::string_view line, std::string_view key, Expect expect) {
+  // The copies are bounded per worker (a quarter of the listener's buffer_limit): past it, a
+  // request goes without one and is not failed over, so a burst of large writes toward a
+  // frozen pool does not double what it holds.
+  const uint64_t size = consumedLength() + 4;
+  if (worker_.routeStates().copyBytes() + size > client_pool_->config().buffer_limit / 4) {
+    return;
+  }
   if (expect == Expect::UntilNoop) {
     failover_bytes_.assign(line.substr(0, req_->line_length));
   } else {
