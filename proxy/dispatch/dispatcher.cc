@@ -7,6 +7,7 @@
 #include <span>
 
 #include "proxy/backend/replica_write.h"
+#include "proxy/backend/spread_write.h"
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
 #include "proxy/dispatch/failover.h"
@@ -401,7 +402,7 @@ void Dispatcher::dispatchSpreadWrite(PendingRequest* r, BackendConnection& prima
     out.append(data);
     ++r->fragments_left;
     stats::bump(counters.spread_write_copies);
-    conn->expect(r, i, Delivery::SpreadCopy, Expect::OneUnit, head.size() + data.size());
+    conn->expect(r, spreadCopyHandler(), i, Expect::OneUnit, head.size() + data.size());
   }
   net::Buffer& out = primary.output();
   out.append(head);
@@ -590,7 +591,8 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
       stats::bump(counters.replica_writes);
     }
     ++r->fragments_left;
-    conn->expect(r, i, Delivery::ReplicaWrite, quiet ? Expect::UntilNoop : Expect::OneUnit, bytes);
+    conn->expect(r, replicaWriteHandler(), replicaWriteTag(i, quiet),
+                 quiet ? Expect::UntilNoop : Expect::OneUnit, bytes);
   }
   in.drain(data_length);
   if (r->fragments_left == 0) {
@@ -639,7 +641,7 @@ void Dispatcher::invalidatePrevious(PendingRequest* r, BackendServer& prev, std:
   out.append(req_->key_base64 ? " b\r\n" : "\r\n");
   ++r->fragments_left;
   stats::bump(worker_.counters().warmup_invalidations);
-  conn->expect(r, 0, Delivery::Invalidate, Expect::OneUnit, req_->keys[0].length + 5);
+  conn->expect(r, warmInvalidationHandler(), 0, Expect::OneUnit, req_->keys[0].length + 5);
 }
 
 // Per-backend accounting of one keyed request: command kind and the key's distinct-key sketch;
