@@ -7,7 +7,6 @@
 #include "proxy/backend/backend_server.h"
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/pool_security.h"
-#include "proxy/backend/replica_write.h"
 #include "proxy/backend/spread_write.h"
 #include "proxy/backend/worker_context.h"
 #include "proxy/common/clock.h"
@@ -60,21 +59,6 @@ bool BackendConnection::ensureConnected() {
   // A server that missed writes is flushed before anything else reaches it on this connection.
   server_.startReturnFlush(*this);
   return true;
-}
-
-void BackendConnection::sendReturnFlush(uint64_t mark) {
-  WorkerContext& w = server_.worker();
-  PendingRequest* r = w.requests().acquire();
-  r->refs = 1;
-  r->fragments_left = 1;
-  r->noreply = true;
-  r->command = protocol::Command::FlushAll;
-  r->return_flush_mark = mark;
-  static constexpr std::string_view kFlush = "flush_all\r\n";
-  output().append(kFlush);
-  stats::bump(server_.stats().other_commands);
-  expect(r, 0, Delivery::ReturnFlush, Expect::OneUnit, kFlush.size());
-  w.requests().release(r);  // the expectation's reference keeps it until the reply
 }
 
 void BackendConnection::expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect e,
@@ -199,9 +183,9 @@ bool BackendConnection::changesInFlight() const {
         return f.req->command != protocol::Command::Get &&
                f.req->command != protocol::Command::Gets;
       case Delivery::Stats:
-      case Delivery::Warmup:
-      case Delivery::WarmMeta:
         return false;
+      case Delivery::Handler:
+        return f.handler->changesItem(*f.req, f.fragment);
       default:
         return true;
     }
@@ -668,76 +652,8 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       }
       in.drain(n);
       return rep.data_length == 0 ? Step::Done : Step::Desync;
-    case Delivery::Warmup:
-    case Delivery::WarmMeta:
-      if (rep.isListItem()) {
-        return Step::Desync;
-      }
-      server_.worker().steps().onWarmupReply(*r, f.fragment, rep, in.contiguous(n), server_);
-      in.drain(n);
-      return Step::Done;
-    case Delivery::WarmCopy:
-    case Delivery::Invalidate:
-      if (rep.isListItem() || rep.data_length > 0) {
-        return Step::Desync;
-      }
-      if (f.delivery == Delivery::WarmCopy) {
-        server_.worker().steps().onWarmupCopyReply(rep, server_.worker());
-      } else if (rep.kind == ReplyKind::MetaHit) {
-        r->invalidated_hit = true;
-      }
-      in.drain(n);
-      return Step::Done;
-    case Delivery::SpreadCopy:
-      if (rep.isListItem() || rep.data_length > 0) {
-        return Step::Desync;
-      }
-      recordSpreadReply(*r, f.fragment, rep, line);
-      in.drain(n);
-      return Step::Done;
-    case Delivery::ReplicaWrite:
-      if (rep.isListItem()) {
-        return Step::Desync;
-      }
-      if (f.expect == Expect::UntilNoop && rep.kind != ReplyKind::MetaNoop) {
-        recordReplicaReply(*r, f.fragment, rep, in.contiguous(n));  // then the mn we added
-        in.drain(n);
-        return Step::More;
-      }
-      if (f.expect != Expect::UntilNoop) {
-        recordReplicaReply(*r, f.fragment, rep, in.contiguous(n));
-      }
-      in.drain(n);
-      if (replicaAnswered(*r, f.fragment, server_)) {
-        sendReplicaInvalidate(*r, f.fragment);
-      }
-      return Step::Done;
-    case Delivery::ReplicaInvalidate:
-      if (rep.isListItem() || rep.data_length > 0) {
-        return Step::Desync;
-      }
-      if (rep.kind != ReplyKind::MetaHit && rep.kind != ReplyKind::MetaNotFound) {
-        server_.missedWrite();
-      }
-      in.drain(n);
-      return Step::Done;
-    case Delivery::ReturnFlush:
-      if (rep.isListItem() || rep.data_length > 0) {
-        return Step::Desync;
-      }
-      server_.endReturnFlush(r->return_flush_mark, rep.kind == ReplyKind::Ok,
-                             line.substr(0, rep.line_length));
-      in.drain(n);
-      return Step::Done;
-    case Delivery::SpreadFill:
-      if (rep.isListItem()) {
-        return Step::Desync;
-      }
-      server_.worker().steps().onSpreadFillReply(*r, rep, in.contiguous(n), server_.worker());
-      in.drain(n);
-      return Step::Done;
     case Delivery::Handler: {
-      const UnitVerdict v = f.handler->onUnit(*r, f.fragment, rep, in.contiguous(n));
+      const UnitVerdict v = f.handler->onUnit(*this, *r, f.fragment, rep, in.contiguous(n));
       if (v == UnitVerdict::Desync) {
         return Step::Desync;
       }
@@ -801,8 +717,8 @@ void BackendConnection::markReadError(PendingRequest& r) {
 void BackendConnection::finish(InFlight& f) {
   PendingRequest* r = f.req;
   WorkerContext& w = server_.worker();
-  if (f.delivery == Delivery::Warmup || f.delivery == Delivery::WarmMeta) {
-    w.warmup().finished(multigetKey(*r, f.fragment), r, f.fragment);
+  if (f.delivery == Delivery::Handler) {
+    f.handler->onFinished(*this, *r, f.fragment);
   }
   if (f.delivery == Delivery::Fragment) {
     // Its keys not hit missed: a multi-get streaming in key order may write what follows them.
@@ -811,18 +727,10 @@ void BackendConnection::finish(InFlight& f) {
       r->session->advanceStream(*r);
     }
   }
-  // A write sent to every replica completes once its reply is known (replica_write_reply):
-  // possibly before the other replicas answered, whose replies are then read in the background.
-  if (r->replica_count > 0 && !r->complete && r->fragments_left - 1 == pendingReplicas(*r) &&
-      replicaWriteDecided(*r)) {
-    composeReplicaReply(*r, w.counters());
-    r->complete = true;
-    if (r->session != nullptr) {
-      r->session->onRequestComplete(r);
-    }
-  }
   if (--r->fragments_left == 0) {
-    if (r->replica_count > 0 && r->complete) {
+    if (r->complete) {
+      // Completed before every part answered (a replicated write: ReplyHandler::onFinished);
+      // the other parts' replies were read in the background.
       w.requests().release(r);
       return;
     }
@@ -891,21 +799,6 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
           stats::bump(c.server_errors);  // a replicated read: counted if no replica serves it
         }
         break;
-      case Delivery::SpreadCopy:
-        r->spread_replies[f.fragment] = kSpreadFailed;
-        break;
-      case Delivery::SpreadFill:
-        endSpreadFill(*r, false, c);
-        break;
-      case Delivery::ReplicaWrite:
-        replicaFailed(*r, f.fragment, why, server_);
-        break;
-      case Delivery::ReturnFlush:
-        server_.endReturnFlush(r->return_flush_mark, false, backendFailureName(why));
-        break;
-      case Delivery::ReplicaInvalidate:
-        server_.missedWrite();
-        break;
       case Delivery::Fragment:
         if (r->replica_read) {
           failFragment(*r, r->fragments[f.fragment], why, {});
@@ -922,19 +815,10 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
           stats::bump(c.server_errors);
         }
         break;
-      // Warm-up is best effort: a previous server that fails is a miss, not an error.
-      case Delivery::WarmMeta:  // the new server's EN stays the reply
-      case Delivery::Warmup:
-        stats::bump(c.warmup_misses);
-        break;
-      case Delivery::WarmCopy:
-        stats::bump(c.warmup_copy_errors);
-        break;
-      case Delivery::Invalidate:
       case Delivery::Stats:  // a fragment not done is a server skipped by the merge
         break;
       case Delivery::Handler:
-        f.handler->onFailure(*r, f.fragment, why);
+        f.handler->onFailure(*this, *r, f.fragment, why);
         break;
     }
     finish(f);
@@ -1020,46 +904,17 @@ void BackendConnection::closeUnexpectedly(BackendFailure why) {
   }
   if (!failed.empty()) {
     if (why == BackendFailure::ConnectionClosed) {
-      invalidateFailedReplicaWrites(failed);
+      // Their handlers may repair what memcached may or may not have applied (a replicated
+      // write's key is deleted on a fresh connection, which memcached reads after this one).
+      for (InFlight& f : failed) {
+        if (f.delivery == Delivery::Handler &&
+            !f.handler->onConnectionLost(*this, *f.req, f.fragment)) {
+          break;
+        }
+      }
     }
     failEach(failed, why);
   }
-}
-
-// Replicated writes memcached closed the connection under may or may not have been applied:
-// rather than marking the whole server stale (a flush when it is next reached), their keys are
-// deleted there on a fresh connection, which memcached reads after the closed one. If that
-// cannot even start, or the md fails, the server is marked stale after all (return_flush).
-void BackendConnection::invalidateFailedReplicaWrites(const std::deque<InFlight>& failed) {
-  for (const InFlight& f : failed) {
-    PendingRequest* r = f.req;
-    if (f.delivery != Delivery::ReplicaWrite || r->replica_key.empty() ||
-        f.fragment >= r->replica_count) {
-      continue;
-    }
-    if (state_ == State::Closed && !ensureConnected()) {
-      return;
-    }
-    sendReplicaInvalidate(*r, f.fragment);
-  }
-}
-
-// An `md` of replica write r's key, detached (its reply is only checked: anything but HD or NF
-// marks the server stale after all, return_flush); replica i is then not marked stale for r.
-void BackendConnection::sendReplicaInvalidate(PendingRequest& r, uint32_t i) {
-  WorkerContext& w = server_.worker();
-  PendingRequest* md = w.requests().acquire();
-  md->refs = 1;
-  md->fragments_left = 1;
-  md->noreply = true;
-  md->command = protocol::Command::MetaDelete;
-  net::Buffer& out = output();
-  out.append("md ");
-  out.append(r.replica_key);
-  out.append(r.replica_key_b64 ? " b\r\n" : "\r\n");
-  expect(md, 0, Delivery::ReplicaInvalidate, Expect::OneUnit, r.replica_key.size() + 5);
-  w.requests().release(md);
-  r.replica_invalidated |= static_cast<uint8_t>(1u << i);
 }
 
 // Everything up to the previous replay is answered: send the next one (behind whatever was

@@ -20,31 +20,16 @@ namespace mcring::core {
 
 class BackendServer;
 
-// Where a backend reply goes.
+// The reply types the connection itself parses: where a backend reply goes. Anything else is a
+// feature's, and goes to the ReplyHandler its request was sent with (reply_handler.h).
 enum class Delivery : uint8_t {
   Direct,     // into the request's reply (single-key commands, single-backend gets)
   Fragment,   // one backend's share of a multi-key get
   Broadcast,  // flush_all: one OK expected from each backend
-  // Warm migration (warmup.h); `fragment` carries the client key's index.
-  Warmup,      // `mg <key> v f t c` to a multi-get key's previous server
-  WarmMeta,    // the same for a client's `mg`
-  WarmCopy,    // `ms ... ME` storing a fetched value on the key's new server
-  Invalidate,  // `md <key>` on the previous server of a key being written or deleted
   // `stats <view>` or `version`: the STAT/ITEM lines and their END (or the VERSION line, or an
   // error line) go to the fragment's values, which is marked done once the answer is whole.
   Stats,
-  // Hot-key spread (hot_spread.h). A spread key's write at one of its copies (`fragment`: the
-  // copy): its reply is compared with the primary's, never seen by the client.
-  SpreadCopy,
-  // A fill's read of the primary or its write of a copy (the request's spread_role says which).
-  SpreadFill,
-  // Replication (replica_write.h): a write at replica `fragment` of its key.
-  ReplicaWrite,
-  // return_flush (server_freshness.h): the flush_all of a server that missed writes.
-  ReturnFlush,
-  // The `md` of a replicated write's key whose connection memcached closed under it (detached).
-  ReplicaInvalidate,
-  // The request's ReplyHandler (reply_handler.h) decides: what new features use.
+  // The request's ReplyHandler decides (expect(r, handler, tag, ...)).
   Handler,
 };
 
@@ -55,13 +40,15 @@ class BackendConnection : public net::ConnectionHandler {
 
   enum class State : uint8_t { Closed, Connecting, Connected };
   State state() const { return state_; }
+  BackendServer& server() const { return server_; }
   bool idle() const { return inflight_.empty() && replays_.empty() && held_.empty(); }
   size_t inflightCount() const { return inflight_.size(); }
   // Request bytes written here and not yet to the socket.
   uint64_t unsent() const { return (tcp_ ? tcp_->output().size() : 0) + held_output_.size(); }
-  // Whether a request that may change an item (anything but a get/gets, a stats or a warm-up
-  // read) is queued here and not yet answered. Hot-key spread asks it of a key's own server when
-  // the key starts spreading (spread_write.h, spreadStartsQuiet).
+  // Whether a request that may change an item (anything but a get/gets, a stats view or what its
+  // ReplyHandler says does not: a warm-up read) is queued here and not yet answered. Hot-key spread
+  // asks it of a key's own server when the key starts spreading (spread_write.h,
+  // spreadStartsQuiet).
   bool changesInFlight() const;
 
   // Starts connecting if closed. Returns false if the connect could not even start.
@@ -85,10 +72,6 @@ class BackendConnection : public net::ConnectionHandler {
   // The same for a request whose units go to `handler` (Delivery::Handler; `tag` is handed back).
   void expect(PendingRequest* r, ReplyHandler& handler, uint32_t tag, Expect expect,
               uint64_t bytes);
-
-  // Sends flush_all for return_flush (a detached request; BackendServer::endReturnFlush gets
-  // its answer). `mark`: the server's missed-write count when it was sent.
-  void sendReturnFlush(uint64_t mark);
 
   // Fails everything in flight and closes (on a timeout or a failed connect, when a drained
   // server is released, and at shutdown); counts towards the server's failures.
@@ -143,8 +126,6 @@ class BackendConnection : public net::ConnectionHandler {
                     std::string_view error_line);
   void markReadMiss(PendingRequest& r);
   void markReadError(PendingRequest& r);
-  void invalidateFailedReplicaWrites(const std::deque<InFlight>& failed);
-  void sendReplicaInvalidate(PendingRequest& r, uint32_t i);
   void failAll(BackendFailure why);
   void failEach(std::deque<InFlight>& failed, BackendFailure why);
   // The server closed this connection (or its replies stopped making sense) while it was

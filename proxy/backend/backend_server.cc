@@ -17,6 +17,27 @@ namespace {
 constexpr uint32_t kBackoffMinMs = 50;
 constexpr uint32_t kBackoffMaxMs = 1000;
 
+// The answer to return_flush's flush_all (a detached request; its return_flush_mark is the
+// server's missed-write count when it was sent): BackendServer::endReturnFlush.
+class ReturnFlushReply final : public ReplyHandler {
+ public:
+  UnitVerdict onUnit(BackendConnection& conn, PendingRequest& r, uint32_t,
+                     const protocol::Reply& rep, std::string_view unit) override {
+    if (rep.isListItem() || rep.data_length > 0) {
+      return UnitVerdict::Desync;
+    }
+    conn.server().endReturnFlush(r.return_flush_mark, rep.kind == protocol::ReplyKind::Ok,
+                                 unit.substr(0, rep.line_length));
+    return UnitVerdict::Done;
+  }
+  void onFailure(BackendConnection& conn, PendingRequest& r, uint32_t,
+                 BackendFailure why) override {
+    conn.server().endReturnFlush(r.return_flush_mark, false, backendFailureName(why));
+  }
+};
+
+ReturnFlushReply return_flush_reply;
+
 }  // namespace
 
 BackendServer::BackendServer(WorkerContext& worker, PoolRuntime& pool, std::string identity,
@@ -216,7 +237,17 @@ void BackendServer::startReturnFlush(BackendConnection& conn) {
   if (!fresh_->flush_in_flight.compare_exchange_strong(expected, true)) {
     return;  // another worker's connection is flushing it
   }
-  conn.sendReturnFlush(fresh_->missed.load());
+  PendingRequest* r = worker_.requests().acquire();
+  r->refs = 1;
+  r->fragments_left = 1;
+  r->noreply = true;
+  r->command = protocol::Command::FlushAll;
+  r->return_flush_mark = fresh_->missed.load();
+  static constexpr std::string_view kFlush = "flush_all\r\n";
+  conn.output().append(kFlush);
+  stats::bump(stats_->other_commands);
+  conn.expect(r, return_flush_reply, 0, Expect::OneUnit, kFlush.size());
+  worker_.requests().release(r);  // the expectation's reference keeps it until the reply
 }
 
 void BackendServer::endReturnFlush(uint64_t mark, bool ok, std::string_view reply) {

@@ -1,7 +1,8 @@
-// The dispatch steps a backend reply can set off: composing a completed request's reply,
-// warm-up second hops and copies. Backend connections match reply units to requests and hand them
-// on through this interface; dispatch implements it (dispatch/dispatch_steps.h), so backend never
-// depends on dispatch. Worker-thread only.
+// The dispatch steps a backend reply can set off: composing a completed request's reply, what a
+// read its server could not serve answers, an mg's warm-up second hop. (Features' own replies
+// go to the ReplyHandler their requests were sent with: reply_handler.h.) Backend connections match
+// reply units to requests and hand them on through this interface; dispatch implements it
+// (dispatch/dispatch_steps.h), so backend never depends on dispatch. Worker-thread only.
 #pragma once
 
 #include <cstdint>
@@ -32,13 +33,6 @@ class DispatchSteps {
   // dispatch/warmup.h: an `mg` that missed on its new server takes a second hop.
   virtual bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
                                 uint64_t session_id) const = 0;
-  virtual void onWarmupReply(PendingRequest& r, uint32_t key_index, const protocol::Reply& rep,
-                             std::string_view unit, BackendServer& from) const = 0;
-  virtual void onWarmupCopyReply(const protocol::Reply& rep, WorkerContext& worker) const = 0;
-  // dispatch/spread_fill.h: a hot-key fill's read of the primary (it then writes the copy) or
-  // its write of the copy answered.
-  virtual void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep,
-                                 std::string_view unit, WorkerContext& worker) const = 0;
 };
 
 }  // namespace mcring::core

@@ -234,7 +234,7 @@ struct PendingRequest {
   std::string replica_followup;    // cas: the plain set (line and data) for the other replicas
   uint64_t return_flush_mark = 0;  // a return flush_all: the missed-write count it covers
   // The key as sent (base64 text with replica_key_b64), for the `md` that replaces a flush when
-  // memcached closed the connection under the write (BackendConnection::closeUnexpectedly).
+  // memcached closed the connection under the write (replica_write.cc, onConnectionLost).
   std::string replica_key;
   bool replica_key_b64 = false;
   uint8_t replica_invalidated = 0;  // bit i: replica i gets an md instead of being marked stale

@@ -67,9 +67,99 @@ void sendFollowups(PendingRequest& r, BackendServer& primary) {
     conn->output().append(r.replica_followup);
     ++r.fragments_left;
     stats::bump(c.replica_writes);
-    conn->expect(&r, i, Delivery::ReplicaWrite, Expect::OneUnit, r.replica_followup.size());
+    conn->expect(&r, replicaWriteHandler(), replicaWriteTag(i, false), Expect::OneUnit,
+                 r.replica_followup.size());
   }
 }
+
+constexpr uint32_t kQuietTag = 1u << 31;
+
+// The `md` of a replicated write's key at one replica (a detached request): anything but HD or
+// NF marks the server stale after all (return_flush).
+class ReplicaInvalidateReply final : public ReplyHandler {
+ public:
+  UnitVerdict onUnit(BackendConnection& conn, PendingRequest&, uint32_t, const protocol::Reply& rep,
+                     std::string_view) override {
+    if (rep.isListItem() || rep.data_length > 0) {
+      return UnitVerdict::Desync;
+    }
+    if (rep.kind != ReplyKind::MetaHit && rep.kind != ReplyKind::MetaNotFound) {
+      conn.server().missedWrite();
+    }
+    return UnitVerdict::Done;
+  }
+  void onFailure(BackendConnection& conn, PendingRequest&, uint32_t, BackendFailure) override {
+    conn.server().missedWrite();
+  }
+};
+
+ReplicaInvalidateReply replica_invalidate_reply;
+
+// An `md` of replica write r's key on `conn`, detached (its reply is only checked); replica i is
+// then not marked stale for r.
+void sendReplicaInvalidate(BackendConnection& conn, PendingRequest& r, uint32_t i) {
+  WorkerContext& w = conn.server().worker();
+  PendingRequest* md = w.requests().acquire();
+  md->refs = 1;
+  md->fragments_left = 1;
+  md->noreply = true;
+  md->command = protocol::Command::MetaDelete;
+  net::Buffer& out = conn.output();
+  out.append("md ");
+  out.append(r.replica_key);
+  out.append(r.replica_key_b64 ? " b\r\n" : "\r\n");
+  conn.expect(md, replica_invalidate_reply, 0, Expect::OneUnit, r.replica_key.size() + 5);
+  w.requests().release(md);
+  r.replica_invalidated |= static_cast<uint8_t>(1u << i);
+}
+
+// A write at replica i of its key (tag: i, and kQuietTag for a meta q write).
+class ReplicaWriteReply final : public ReplyHandler {
+ public:
+  UnitVerdict onUnit(BackendConnection& conn, PendingRequest& r, uint32_t tag,
+                     const protocol::Reply& rep, std::string_view unit) override {
+    const uint32_t i = tag & ~kQuietTag;
+    const bool quiet = (tag & kQuietTag) != 0;
+    if (rep.isListItem()) {
+      return UnitVerdict::Desync;
+    }
+    if (quiet && rep.kind != ReplyKind::MetaNoop) {
+      recordReplicaReply(r, i, rep, unit);  // then the mn we added
+      return UnitVerdict::More;
+    }
+    if (!quiet) {
+      recordReplicaReply(r, i, rep, unit);
+    }
+    if (replicaAnswered(r, i, conn.server())) {
+      sendReplicaInvalidate(conn, r, i);
+    }
+    return UnitVerdict::Done;
+  }
+  void onFailure(BackendConnection& conn, PendingRequest& r, uint32_t tag,
+                 BackendFailure why) override {
+    replicaFailed(r, tag & ~kQuietTag, why, conn.server());
+  }
+  void onFinished(BackendConnection& conn, PendingRequest& r, uint32_t) override {
+    completeDecidedReplicaWrite(r, conn.server().worker().counters());
+  }
+  // A write memcached closed the connection under may or may not have been applied: rather than
+  // marking the whole server stale (a flush when it is next reached), its key is deleted there
+  // on a fresh connection, which memcached reads after the closed one. If that cannot even
+  // start, or the md fails, the server is marked stale after all (return_flush).
+  bool onConnectionLost(BackendConnection& conn, PendingRequest& r, uint32_t tag) override {
+    const uint32_t i = tag & ~kQuietTag;
+    if (r.replica_key.empty() || i >= r.replica_count) {
+      return true;
+    }
+    if (conn.state() == BackendConnection::State::Closed && !conn.ensureConnected()) {
+      return false;
+    }
+    sendReplicaInvalidate(conn, r, i);
+    return true;
+  }
+};
+
+ReplicaWriteReply replica_write_reply;
 
 bool answered(ReplicaOutcome o) {
   return o == ReplicaOutcome::Success || o == ReplicaOutcome::Refusal;
@@ -110,6 +200,14 @@ uint32_t chosenReplica(const PendingRequest& r) {
 }
 
 }  // namespace
+
+ReplyHandler& replicaWriteHandler() {
+  return replica_write_reply;
+}
+
+uint32_t replicaWriteTag(uint32_t i, bool quiet) {
+  return quiet ? i | kQuietTag : i;
+}
 
 bool replicaAnswered(PendingRequest& r, uint32_t i, BackendServer& server) {
   if (i >= r.replica_count) {
@@ -173,6 +271,18 @@ bool replicaWriteDecided(const PendingRequest& r) {
     }
   }
   return false;
+}
+
+void completeDecidedReplicaWrite(PendingRequest& r, stats::WorkerCounters& c) {
+  if (r.replica_count == 0 || r.complete || r.fragments_left - 1 != pendingReplicas(r) ||
+      !replicaWriteDecided(r)) {
+    return;
+  }
+  composeReplicaReply(r, c);
+  r.complete = true;
+  if (r.session != nullptr) {
+    r.session->onRequestComplete(&r);
+  }
 }
 
 void composeReplicaReply(PendingRequest& r, stats::WorkerCounters& c) {

@@ -1,19 +1,27 @@
 // Replication (docs/design.md, "Replication"), as a backend reply sees a write sent to every
 // replica of its key: each replica's reply recorded and counted, a cas's copies to the others
 // once the primary stored it, and the client's reply composed by the pool's
-// replica_write_reply. Worker-thread only.
+// replica_write_reply; the `md` of a write's key at a replica that may hold an older value
+// (instead of that server's return flush). The replies reach this through replicaWriteHandler(),
+// the ReplyHandler each replica's write is sent with. Worker-thread only.
 #pragma once
 
 #include <string_view>
 
 #include "proxy/backend/backend_failure.h"
 #include "proxy/backend/pending_request.h"
+#include "proxy/backend/reply_handler.h"
 #include "proxy/protocol/reply.h"
 #include "proxy/stats/counters.h"
 
 namespace mcring::core {
 
 class BackendServer;
+
+// The handler a write to replica i is sent with, and its tag (`quiet`: a meta q write, whose
+// reply ends with the mn mcring added; expected as Expect::UntilNoop).
+ReplyHandler& replicaWriteHandler();
+uint32_t replicaWriteTag(uint32_t i, bool quiet);
 
 // How a write's reply counts: success, refusal or error (failures are recorded apart).
 ReplicaOutcome classifyReplicaReply(const protocol::Reply& rep);
@@ -38,5 +46,10 @@ uint32_t pendingReplicas(const PendingRequest& r);
 bool replicaWriteDecided(const PendingRequest& r);
 // Writes the client's reply into r.reply (see replica_write_reply in docs/configuration.md).
 void composeReplicaReply(PendingRequest& r, stats::WorkerCounters& c);
+// A part of replicated write r is over and r.fragments_left still counts it: if the client's
+// reply is now known (replicaWriteDecided, every other part answered), it is composed and r
+// completes, possibly before the other replicas answered (their replies are then read in the
+// background). Any part: a replica's write, or a warm-up invalidation (dispatch/warmup.h).
+void completeDecidedReplicaWrite(PendingRequest& r, stats::WorkerCounters& c);
 
 }  // namespace mcring::core

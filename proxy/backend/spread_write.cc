@@ -10,6 +10,31 @@
 
 namespace mcring::core {
 
+namespace {
+
+class SpreadCopyReply final : public ReplyHandler {
+ public:
+  UnitVerdict onUnit(BackendConnection&, PendingRequest& r, uint32_t copy,
+                     const protocol::Reply& rep, std::string_view unit) override {
+    if (rep.isListItem() || rep.data_length > 0) {
+      return UnitVerdict::Desync;
+    }
+    recordSpreadReply(r, copy, rep, unit);
+    return UnitVerdict::Done;
+  }
+  void onFailure(BackendConnection&, PendingRequest& r, uint32_t copy, BackendFailure) override {
+    r.spread_replies[copy] = kSpreadFailed;
+  }
+};
+
+SpreadCopyReply spread_copy_reply;
+
+}  // namespace
+
+ReplyHandler& spreadCopyHandler() {
+  return spread_copy_reply;
+}
+
 void recordSpreadReply(PendingRequest& r, uint32_t copy, const protocol::Reply& rep,
                        std::string_view line) {
   if (copy >= r.spread_replies.size()) {

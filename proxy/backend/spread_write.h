@@ -7,10 +7,16 @@
 
 #include "proxy/backend/hot_spread.h"
 #include "proxy/backend/pending_request.h"
+#include "proxy/backend/reply_handler.h"
 #include "proxy/protocol/reply.h"
 #include "proxy/stats/counters.h"
 
 namespace mcring::core {
+
+// The handler a spread write's copy is sent with (tag: the copy's index in the entry): its reply
+// is recorded (recordSpreadReply), compared with the primary's when the write settles, and
+// never seen by the client; a copy that fails differs.
+ReplyHandler& spreadCopyHandler();
 
 // A spread write's reply from copy `copy` (0: the primary), `line` its reply line.
 void recordSpreadReply(PendingRequest& r, uint32_t copy, const protocol::Reply& rep,

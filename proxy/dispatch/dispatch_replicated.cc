@@ -194,7 +194,8 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
       stats::bump(counters.replica_writes);
     }
     ++r->fragments_left;
-    conn->expect(r, i, Delivery::ReplicaWrite, quiet ? Expect::UntilNoop : Expect::OneUnit, bytes);
+    conn->expect(r, replicaWriteHandler(), replicaWriteTag(i, quiet),
+                 quiet ? Expect::UntilNoop : Expect::OneUnit, bytes);
   }
   in.drain(data_length);
   if (r->fragments_left == 0) {

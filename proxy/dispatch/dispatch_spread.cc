@@ -4,6 +4,7 @@
 #include <array>
 #include <span>
 
+#include "proxy/backend/spread_write.h"
 #include "proxy/common/clock.h"
 #include "proxy/dispatch/command_counters.h"
 #include "proxy/dispatch/dispatcher.h"
@@ -112,7 +113,7 @@ void Dispatcher::dispatchSpreadWrite(PendingRequest* r, BackendConnection& prima
     out.append(data);
     ++r->fragments_left;
     stats::bump(counters.spread_write_copies);
-    conn->expect(r, i, Delivery::SpreadCopy, Expect::OneUnit, head.size() + data.size());
+    conn->expect(r, spreadCopyHandler(), i, Expect::OneUnit, head.size() + data.size());
   }
   net::Buffer& out = primary.output();
   out.append(head);

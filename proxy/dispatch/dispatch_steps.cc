@@ -1,8 +1,8 @@
-// dispatchSteps(): the backend layer's view of warm-up and multi-get assembly.
+// dispatchSteps(): the backend layer's view of request completion, unavailable reads and an
+// mg's warm-up hop.
 #include "proxy/dispatch/dispatch_steps.h"
 
 #include "proxy/dispatch/completion.h"
-#include "proxy/dispatch/spread_fill.h"
 #include "proxy/dispatch/unavailable.h"
 #include "proxy/dispatch/warmup.h"
 
@@ -21,17 +21,6 @@ class Steps final : public DispatchSteps {
   bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
                         uint64_t session_id) const override {
     return core::launchMetaWarmup(r, pool, worker, session_id);
-  }
-  void onWarmupReply(PendingRequest& r, uint32_t key_index, const protocol::Reply& rep,
-                     std::string_view unit, BackendServer& from) const override {
-    core::onWarmupReply(r, key_index, rep, unit, from);
-  }
-  void onWarmupCopyReply(const protocol::Reply& rep, WorkerContext& worker) const override {
-    core::onWarmupCopyReply(rep, worker);
-  }
-  void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::string_view unit,
-                         WorkerContext& worker) const override {
-    core::onSpreadFillReply(r, rep, unit, worker);
   }
 };
 

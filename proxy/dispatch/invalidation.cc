@@ -62,13 +62,11 @@ void Dispatcher::invalidatePrevious(PendingRequest* r, BackendServer& prev, std:
   if (conn == nullptr) {
     return;  // unreachable: it serves nobody, and a fetch from it fails too
   }
-  net::Buffer& out = conn->output();
-  out.append("md ");
-  out.append(req_->keys[0].in(line));
-  out.append(req_->key_base64 ? " b\r\n" : "\r\n");
+  protocol::RequestWriter md(conn->output());
+  md.metaDelete(req_->keys[0].in(line), req_->key_base64);
   ++r->fragments_left;
   stats::bump(worker_.counters().warmup_invalidations);
-  conn->expect(r, 0, Delivery::Invalidate, Expect::OneUnit, req_->keys[0].length + 5);
+  conn->expect(r, warmInvalidationHandler(), 0, Expect::OneUnit, md.written());
 }
 
 }  // namespace mcring::core

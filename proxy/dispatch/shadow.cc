@@ -144,8 +144,8 @@ void Shadows::primaryAnswered(PendingRequest& r) {
   probe->answer(false, a, digest);
 }
 
-UnitVerdict Shadows::onUnit(PendingRequest& r, uint32_t tag, const protocol::Reply& rep,
-                            std::string_view unit) {
+UnitVerdict Shadows::onUnit(BackendConnection&, PendingRequest& r, uint32_t tag,
+                            const protocol::Reply& rep, std::string_view unit) {
   if (rep.isListItem()) {
     return UnitVerdict::Desync;
   }
@@ -162,7 +162,11 @@ UnitVerdict Shadows::onUnit(PendingRequest& r, uint32_t tag, const protocol::Rep
                                                                        : UnitVerdict::More;
 }
 
-void Shadows::onFailure(PendingRequest& r, uint32_t tag, BackendFailure) {
+bool Shadows::changesItem(const PendingRequest&, uint32_t tag) const {
+  return tag != kReadTag;  // a copied write changes the item; a shadow read does not
+}
+
+void Shadows::onFailure(BackendConnection&, PendingRequest& r, uint32_t tag, BackendFailure) {
   if (tag == kReadTag && r.route != nullptr && r.route->probe != nullptr) {
     r.route->probe->answer(true, ShadowProbe::Answer::Unusable, 0);
   }

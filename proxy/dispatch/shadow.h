@@ -57,9 +57,11 @@ class Shadows final : public ReplyHandler {
   // r.rewrites), for its probe.
   static void primaryAnswered(PendingRequest& r);
 
-  UnitVerdict onUnit(PendingRequest& r, uint32_t tag, const protocol::Reply& rep,
-                     std::string_view unit) override;
-  void onFailure(PendingRequest& r, uint32_t tag, BackendFailure why) override;
+  UnitVerdict onUnit(BackendConnection& conn, PendingRequest& r, uint32_t tag,
+                     const protocol::Reply& rep, std::string_view unit) override;
+  void onFailure(BackendConnection& conn, PendingRequest& r, uint32_t tag,
+                 BackendFailure why) override;
+  bool changesItem(const PendingRequest& r, uint32_t tag) const override;
 
  private:
   // The connection a copy goes on, or null (counted as dropped).

@@ -74,6 +74,28 @@ void abandon(SpreadEntry& e, WorkerContext& worker) {
   e.fill_in_flight.store(false);
 }
 
+void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::string_view unit,
+                       WorkerContext& worker);
+
+// A fill's read of the primary (it then writes the copy) or its write of the copy (the
+// request's spread_role says which). A fill that fails is abandoned.
+class SpreadFillReply final : public ReplyHandler {
+ public:
+  UnitVerdict onUnit(BackendConnection& conn, PendingRequest& r, uint32_t,
+                     const protocol::Reply& rep, std::string_view unit) override {
+    if (rep.isListItem()) {
+      return UnitVerdict::Desync;
+    }
+    onSpreadFillReply(r, rep, unit, conn.server().worker());
+    return UnitVerdict::Done;
+  }
+  void onFailure(BackendConnection& conn, PendingRequest& r, uint32_t, BackendFailure) override {
+    endSpreadFill(r, false, conn.server().worker().counters());
+  }
+};
+
+SpreadFillReply spread_fill_reply;
+
 }  // namespace
 
 void startSpreadFill(PoolRuntime& pool, const std::shared_ptr<SpreadEntry>& entry,
@@ -108,10 +130,13 @@ void startSpreadFill(PoolRuntime& pool, const std::shared_ptr<SpreadEntry>& entr
   out.append("mg ");
   out.append(e.key);
   out.append(" v f t\r\n");
-  conn->expect(r, 0, Delivery::SpreadFill, Expect::OneUnit, e.key.size() + 11);
+  conn->expect(r, spread_fill_reply, 0, Expect::OneUnit, e.key.size() + 11);
   worker.requests().release(r);  // the connection's reference keeps it until the reply
 }
 
+namespace {
+
+// The primary's value read (then the copy is written), or the copy's write answered.
 void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::string_view unit,
                        WorkerContext& worker) {
   auto& c = worker.counters();
@@ -166,8 +191,10 @@ void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::strin
   net::Buffer& out = conn->output();
   out.append(line);
   out.append(data);
-  conn->expect(w, 0, Delivery::SpreadFill, Expect::OneUnit, line.size() + data.size());
+  conn->expect(w, spread_fill_reply, 0, Expect::OneUnit, line.size() + data.size());
   worker.requests().release(w);
 }
+
+}  // namespace
 
 }  // namespace mcring::core

@@ -23,8 +23,4 @@ namespace mcring::core {
 void startSpreadFill(PoolRuntime& pool, const std::shared_ptr<SpreadEntry>& entry,
                      WorkerContext& worker, uint64_t session_id);
 
-// DispatchSteps::onSpreadFillReply.
-void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::string_view unit,
-                       WorkerContext& worker);
-
 }  // namespace mcring::core

@@ -9,6 +9,7 @@
 #include "proxy/backend/backend_connection.h"
 #include "proxy/backend/backend_server.h"
 #include "proxy/backend/pool_runtime.h"
+#include "proxy/backend/replica_write.h"
 #include "proxy/backend/worker_context.h"
 #include "proxy/dispatch/multiget.h"
 #include "proxy/protocol/meta_set_line.h"
@@ -97,6 +98,78 @@ std::string_view keyOf(const PendingRequest& r, uint32_t i) {
   return multigetKey(r, i);
 }
 
+void onWarmupReply(PendingRequest& r, uint32_t i, const protocol::Reply& rep, std::string_view unit,
+                   BackendServer& from);
+
+// A second hop's `mg <key> v f t c` at the key's previous server (a multi-get's or an mg's;
+// tag: the client key's index). Best effort: a previous server that fails is a miss, not an
+// error (an mg keeps its new server's EN). A read: it changes no item.
+class WarmFetchReply final : public ReplyHandler {
+ public:
+  UnitVerdict onUnit(BackendConnection& conn, PendingRequest& r, uint32_t i,
+                     const protocol::Reply& rep, std::string_view unit) override {
+    if (rep.isListItem()) {
+      return UnitVerdict::Desync;
+    }
+    onWarmupReply(r, i, rep, unit, conn.server());
+    return UnitVerdict::Done;
+  }
+  void onFailure(BackendConnection& conn, PendingRequest&, uint32_t, BackendFailure) override {
+    stats::bump(conn.server().worker().counters().warmup_misses);
+  }
+  void onFinished(BackendConnection& conn, PendingRequest& r, uint32_t i) override {
+    conn.server().worker().warmup().finished(keyOf(r, i), &r, i);
+  }
+  bool changesItem(const PendingRequest&, uint32_t) const override { return false; }
+};
+
+// The copy's `ms ... ME` on the key's new server: HD stored, NS refused (the new server already
+// had a value).
+class WarmCopyReply final : public ReplyHandler {
+ public:
+  UnitVerdict onUnit(BackendConnection& conn, PendingRequest&, uint32_t, const protocol::Reply& rep,
+                     std::string_view) override {
+    if (rep.isListItem() || rep.data_length > 0) {
+      return UnitVerdict::Desync;
+    }
+    auto& c = conn.server().worker().counters();
+    if (rep.kind == protocol::ReplyKind::MetaHit) {
+      stats::bump(c.warmup_copies);
+    } else if (rep.kind == protocol::ReplyKind::MetaNotStored) {
+      stats::bump(c.warmup_copies_not_stored);
+    } else {
+      stats::bump(c.warmup_copy_errors);
+    }
+    return UnitVerdict::Done;
+  }
+  void onFailure(BackendConnection& conn, PendingRequest&, uint32_t, BackendFailure) override {
+    stats::bump(conn.server().worker().counters().warmup_copy_errors);
+  }
+};
+
+// See warmInvalidationHandler(). A replicated write's reply may be decided once it is over.
+class WarmInvalidationReply final : public ReplyHandler {
+ public:
+  UnitVerdict onUnit(BackendConnection&, PendingRequest& r, uint32_t, const protocol::Reply& rep,
+                     std::string_view) override {
+    if (rep.isListItem() || rep.data_length > 0) {
+      return UnitVerdict::Desync;
+    }
+    if (rep.kind == protocol::ReplyKind::MetaHit) {
+      r.invalidated_hit = true;
+    }
+    return UnitVerdict::Done;
+  }
+  void onFailure(BackendConnection&, PendingRequest&, uint32_t, BackendFailure) override {}
+  void onFinished(BackendConnection& conn, PendingRequest& r, uint32_t) override {
+    completeDecidedReplicaWrite(r, conn.server().worker().counters());
+  }
+};
+
+WarmFetchReply warm_fetch_reply;
+WarmCopyReply warm_copy_reply;
+WarmInvalidationReply warm_invalidation_reply;
+
 // Sends `ms <key> <len> F<flags> T<ttl> ME` with the value to the key's current server `to`;
 // the request waits for its reply. Skipped when a write of the key came in meanwhile.
 void sendCopy(PendingRequest& r, uint32_t i, const WarmValue& v, std::string_view data,
@@ -122,7 +195,7 @@ void sendCopy(PendingRequest& r, uint32_t i, const WarmValue& v, std::string_vie
   out.append(line);
   out.append(data);  // value and its "\r\n"
   ++r.fragments_left;
-  conn->expect(&r, i, Delivery::WarmCopy, Expect::OneUnit, line.size() + data.size());
+  conn->expect(&r, warm_copy_reply, i, Expect::OneUnit, line.size() + data.size());
 }
 
 // The client's own `mg` reply, from the previous server's value: return flags in the order the
@@ -166,6 +239,56 @@ std::string metaReply(const PendingRequest& r, const WarmValue& v) {
     return "VA " + std::to_string(v.length) + ret + "\r\n";
   }
   return "HD" + ret + "\r\n";
+}
+
+// The previous server's reply to a second hop (`unit` = reply line + data block, whole).
+// `from` is the server that answered. Fills the client's reply and sends the copy.
+void onWarmupReply(PendingRequest& r, uint32_t i, const protocol::Reply& rep, std::string_view unit,
+                   BackendServer& from) {
+  auto& c = from.worker().counters();
+  WarmValue v;
+  bool hit = rep.kind == protocol::ReplyKind::MetaValue &&
+             parseWarmValue(unit.substr(0, rep.line_length), &v) && v.length + 2 == rep.data_length;
+  if (!hit) {
+    stats::bump(c.warmup_misses);
+    return;  // an mg keeps its new server's EN
+  }
+  stats::bump(c.warmup_hits);
+  std::string_view data = unit.substr(rep.line_length);
+  if (r.shape == Shape::Direct) {
+    r.reply.drain(r.reply.size());  // the new server's EN
+    r.reply.append(metaReply(r, v));
+    if (r.meta_flags.find('v') != std::string::npos) {
+      r.reply.append(data);
+    }
+  } else {
+    std::string header = "VALUE ";
+    header.append(keyOf(r, i));
+    header += ' ';
+    header.append(v.flags);
+    header += ' ';
+    header += std::to_string(v.length);
+    if (r.command == protocol::Command::Gets || r.command == protocol::Command::Gats) {
+      header += ' ';
+      header.append(v.cas);
+    }
+    header += "\r\n";
+    Fragment& fr = r.fragments[r.key_fragment[i]];
+    fr.values.append(header);
+    fr.values.append(data);
+    r.key_hit_length[i] = header.size() + data.size();
+    stats::bump(c.get_hits);
+  }
+  if (r.session != nullptr && r.pool != nullptr) {
+    // Routed again now, not when the fetch was sent: a reload in between may have moved the key
+    // or removed the pool (then there is nowhere to copy it, and the value is only answered).
+    BackendServer* to = r.pool->currentServer(keyOf(r, i));
+    if (to == nullptr) {
+      return;
+    }
+    stats::bump(to->stats().warmup_hits);  // its miss was answered after all
+    sendCopy(r, i, v, data, from, *to);
+  }
 }
 
 }  // namespace
@@ -241,7 +364,7 @@ bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& w
     ++sent;
     registry.started(key, &r, i);
     stats::bump(c.warmup_fetches);
-    conn->expect(&r, i, Delivery::Warmup, Expect::OneUnit, key.size() + 13);
+    conn->expect(&r, warm_fetch_reply, i, Expect::OneUnit, key.size() + 13);
   }
   return sent > 0;
 }
@@ -274,67 +397,12 @@ bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worke
   ++r.fragments_left;
   registry.started(key, &r, 0);
   stats::bump(c.warmup_fetches);
-  conn->expect(&r, 0, Delivery::WarmMeta, Expect::OneUnit, key.size() + 13);
+  conn->expect(&r, warm_fetch_reply, 0, Expect::OneUnit, key.size() + 13);
   return true;
 }
 
-void onWarmupReply(PendingRequest& r, uint32_t i, const protocol::Reply& rep, std::string_view unit,
-                   BackendServer& from) {
-  auto& c = from.worker().counters();
-  WarmValue v;
-  bool hit = rep.kind == protocol::ReplyKind::MetaValue &&
-             parseWarmValue(unit.substr(0, rep.line_length), &v) && v.length + 2 == rep.data_length;
-  if (!hit) {
-    stats::bump(c.warmup_misses);
-    return;  // an mg keeps its new server's EN
-  }
-  stats::bump(c.warmup_hits);
-  std::string_view data = unit.substr(rep.line_length);
-  if (r.shape == Shape::Direct) {
-    r.reply.drain(r.reply.size());  // the new server's EN
-    r.reply.append(metaReply(r, v));
-    if (r.meta_flags.find('v') != std::string::npos) {
-      r.reply.append(data);
-    }
-  } else {
-    std::string header = "VALUE ";
-    header.append(keyOf(r, i));
-    header += ' ';
-    header.append(v.flags);
-    header += ' ';
-    header += std::to_string(v.length);
-    if (r.command == protocol::Command::Gets || r.command == protocol::Command::Gats) {
-      header += ' ';
-      header.append(v.cas);
-    }
-    header += "\r\n";
-    Fragment& fr = r.fragments[r.key_fragment[i]];
-    fr.values.append(header);
-    fr.values.append(data);
-    r.key_hit_length[i] = header.size() + data.size();
-    stats::bump(c.get_hits);
-  }
-  if (r.session != nullptr && r.pool != nullptr) {
-    // Routed again now, not when the fetch was sent: a reload in between may have moved the key
-    // or removed the pool (then there is nowhere to copy it, and the value is only answered).
-    BackendServer* to = r.pool->currentServer(keyOf(r, i));
-    if (to == nullptr) {
-      return;
-    }
-    stats::bump(to->stats().warmup_hits);  // its miss was answered after all
-    sendCopy(r, i, v, data, from, *to);
-  }
-}
-
-void onWarmupCopyReply(const protocol::Reply& rep, WorkerContext& worker) {
-  auto& c = worker.counters();
-  if (rep.kind == protocol::ReplyKind::MetaHit) {
-    stats::bump(c.warmup_copies);
-  } else if (rep.kind == protocol::ReplyKind::MetaNotStored) {
-    stats::bump(c.warmup_copies_not_stored);
-  } else {
-    stats::bump(c.warmup_copy_errors);
-  }
+ReplyHandler& warmInvalidationHandler() {
+  return warm_invalidation_reply;
 }
 
 bool metaFlagsWarmable(std::string_view flags) {

@@ -22,6 +22,7 @@
 
 #include "config/topology.h"
 #include "proxy/backend/pending_request.h"
+#include "proxy/backend/reply_handler.h"
 #include "proxy/backend/warmup_state.h"
 #include "proxy/protocol/reply.h"
 
@@ -45,13 +46,10 @@ bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& w
 bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
                       uint64_t session_id);
 
-// The previous server's reply to a second hop (`unit` = reply line + data block, whole).
-// `from` is the server that answered. Fills the client's reply and sends the copy.
-void onWarmupReply(PendingRequest& r, uint32_t key_index, const protocol::Reply& rep,
-                   std::string_view unit, BackendServer& from);
-
-// The copy's reply (HD stored, NS refused: the new server already had a value).
-void onWarmupCopyReply(const protocol::Reply& rep, WorkerContext& worker);
+// The handler a write or delete of a moved key sends its `md` to the key's previous server with
+// (Dispatcher::invalidatePrevious): a hit there makes a delete's NOT_FOUND a DELETED
+// (r.invalidated_hit); the request's reply waits for it.
+ReplyHandler& warmInvalidationHandler();
 
 // Client `mg` flags the warm-up path can answer itself (v f t c k s O); others go cold.
 bool metaFlagsWarmable(std::string_view flags);
