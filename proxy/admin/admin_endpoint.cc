@@ -184,6 +184,19 @@ std::string AdminEndpoint::metrics() const {
         "# TYPE mcring_config_info gauge\nmcring_config_info{digest=";
     common::appendJsonString(&out, topology->digest);
     out += "} 1\n";
+    // Proxies that place a pool's keys alike show the same hash (the ring-disagreement alert).
+    // A pool with routes has no ring of its own, and no series.
+    out +=
+        "# HELP mcring_topology_info hash of what places the pool's keys (hash, distribution, "
+        "servers with names and weights, replicas)\n# TYPE mcring_topology_info gauge\n";
+    for (const auto& pool : topology->pools) {
+      if (pool->topology_hash.empty()) {
+        continue;
+      }
+      out += "mcring_topology_info{pool=";
+      common::appendJsonString(&out, pool->config.name);
+      out += ",hash=\"" + pool->topology_hash + "\"} 1\n";
+    }
   }
   backendMetrics(&out);
   appendRouteMetrics(rep.routeReport(), &out);

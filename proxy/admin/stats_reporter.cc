@@ -84,6 +84,14 @@ void StatsReporter::renderOwn(std::vector<std::pair<std::string, std::string>>* 
   stat("admin_request_timeouts", std::to_string(adminRequestTimeouts()));
   stat("admin_requests_refused", std::to_string(adminRequestsRefused()));
   stat("config_generation", std::to_string(generation_.load(std::memory_order_relaxed)));
+  if (auto topo = topology()) {
+    // Each pool's ring identity (config/topology_hash.h): equal on proxies that place alike.
+    for (const auto& pool : topo->pools) {
+      if (!pool->topology_hash.empty()) {
+        out->emplace_back("pool:" + pool->config.name + ":topology_hash", pool->topology_hash);
+      }
+    }
+  }
   if (reloads_ != nullptr) {
     stat("reloads", std::to_string(reloads_->attempts()));
     stat("reload_failures", std::to_string(reloads_->failures()));
