@@ -574,7 +574,14 @@ std::string AdminEndpoint::eventsJson() const {
              ",\"prediction\":{\"method\":";
       common::appendJsonString(&out, e.method);
       out += ",\"moved_fraction\":" + fmt(e.predicted_moved) +
-             ",\"modula_moved_fraction\":" + fmt(e.modula_moved) + ",\"matrix\":[";
+             ",\"modula_moved_fraction\":" + fmt(e.modula_moved) +
+             ",\"ideal_moved_fraction\":" + fmt(e.ideal_moved) + ",\"warning\":";
+      if (e.warning.empty()) {
+        out += "null";
+      } else {
+        common::appendJsonString(&out, e.warning);
+      }
+      out += ",\"matrix\":[";
       for (size_t i = 0; i < e.cells.size(); ++i) {
         const auto& c = e.cells[i];
         out += i ? "," : "";

@@ -3,6 +3,7 @@
 placement, and the same again when it changes back; a change of anything else (a timeout) leaves
 the hash as it was."""
 
+import json
 import os
 import re
 import signal
@@ -75,6 +76,18 @@ class TopologyIdentityTest(IntegrationCase):
         a1, b1 = self.hashes("b: a server added")
         self.assertEqual(a1, a0)
         self.assertNotEqual(b1, a1)
+        # The membership event of that reload carries the ideal share (1 of 4) and a warning
+        # exactly when it predicted more than twice that.
+        status, body = admin_http(self.proxies[1].admin_port, path="/events")
+        self.assertEqual(status, 200)
+        prediction = json.loads(body)[-1]["prediction"]
+        print("b's event: moved %.4f, ideal %.4f, warning %r" % (
+            prediction["moved_fraction"], prediction["ideal_moved_fraction"],
+            prediction["warning"]))
+        self.assertAlmostEqual(prediction["ideal_moved_fraction"], 0.25, places=6)
+        self.assertEqual(prediction["warning"] is not None,
+                         prediction["moved_fraction"] > 0.5)
+
         self.reload(self.proxies[1], servers=self.servers[:3])
         a2, b2 = self.hashes("b: back to the same servers")
         self.assertEqual((a2, b2), (a0, a0))
