@@ -1,6 +1,7 @@
 // planPoolChange: the two sides' routers, their migration plan and modula's; its JSON.
 #include "config/change_plan.h"
 
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <utility>
@@ -59,6 +60,8 @@ std::optional<PoolChangePlan> planPoolChange(const PoolConfig& before, const Poo
   if (replicated) {
     p.replicas = routing::planReplicaSets(*a->router, a->ids, *b->router, b->ids);
   }
+  p.ideal_moved = idealMovedShare(before.servers, after.servers);
+  p.warning = excessMoveWarning(p.plan.moved, p.ideal_moved);
   p.already_modula = before.routing.distribution == routing::Distribution::Modula &&
                      after.routing.distribution == routing::Distribution::Modula;
   auto ma = buildSide(before, asModula(before.routing), &err);
@@ -72,6 +75,46 @@ std::optional<PoolChangePlan> planPoolChange(const PoolConfig& before, const Poo
     p.modula_error = err;
   }
   return p;
+}
+
+double idealMovedShare(const std::vector<ServerConfig>& before,
+                       const std::vector<ServerConfig>& after) {
+  auto shares = [](const std::vector<ServerConfig>& servers) {
+    std::map<std::string, double> out;
+    double total = 0;
+    for (const auto& s : servers) {
+      total += s.spec.weight;
+    }
+    for (const auto& s : servers) {
+      out[s.identity()] += total > 0 ? s.spec.weight / total : 0;
+    }
+    return out;
+  };
+  const std::map<std::string, double> a = shares(before);
+  const std::map<std::string, double> b = shares(after);
+  double lost = 0;
+  for (const auto& [id, share] : a) {
+    auto it = b.find(id);
+    const double kept = it == b.end() ? 0 : it->second;
+    lost += share > kept ? share - kept : 0;
+  }
+  return lost;
+}
+
+std::string excessMoveWarning(double moved, double ideal) {
+  constexpr double kSlack = 0.001;  // a sampled plan's noise is well below this
+  if (moved <= 2 * ideal || moved <= ideal + kSlack) {
+    return "";
+  }
+  auto pct = [](double f) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.2f%%", 100.0 * f);
+    return std::string(buf);
+  };
+  return "moves " + pct(moved) + " of keys, more than twice the " + pct(ideal) +
+         " this change of servers must move: keys also move between servers that stay (see "
+         "\"A pool that grows\" in docs/configuration.md for a ring that moves only what it "
+         "must)";
 }
 
 std::vector<PlanServerRow> planServerRows(const routing::MigrationPlan& p) {
@@ -204,6 +247,12 @@ void appendPoolChangeJson(std::string* out, const PoolChangePlan& pp) {
   appendSideJson(out, *pp.after);
   *out += ",\"plan\":";
   appendPlanJson(out, pp.plan, pp.after->routing.distribution, pp.replicas);
+  *out += ",\"ideal_moved\":" + number(pp.ideal_moved) + ",\"warning\":";
+  if (pp.warning.empty()) {
+    *out += "null";
+  } else {
+    common::appendJsonString(out, pp.warning);
+  }
   *out += ",\"modula\":";
   if (pp.modula) {
     appendPlanJson(out, *pp.modula, routing::Distribution::Modula,

@@ -28,12 +28,26 @@ struct PoolChangePlan {
   // is about primaries), for the pool's distribution and for modula.
   std::optional<routing::ReplicaPlan> replicas;
   std::optional<routing::ReplicaPlan> modula_replicas;
+  double ideal_moved = 0;  // idealMovedShare of the two server lists
+  std::string warning;     // excessMoveWarning(plan.moved, ideal_moved)
 };
 
 // The plan for `before` -> `after`; nullopt and *error ("pool 'x' in OLD: ...") when a side's
 // router cannot be built.
 std::optional<PoolChangePlan> planPoolChange(const PoolConfig& before, const PoolConfig& after,
                                              std::string* error);
+
+// The least share of keys any ring must move for a change of servers: the weight share each
+// server (by identity) loses, summed. k/(n+k) for k servers added to n of equal weight, k/n for k
+// of n removed; 0 for a change of order, names or routing options alone.
+double idealMovedShare(const std::vector<ServerConfig>& before,
+                       const std::vector<ServerConfig>& after);
+
+// A change that moves more than twice the ideal share (and 0.1 point more, so sampling noise
+// never warns) gets a one-line warning: keys also move between servers that stay, as a ring
+// flavour whose points shift with the server count does (docs/configuration.md, "A pool that
+// grows"). "" when the change is within it.
+std::string excessMoveWarning(double moved, double ideal);
 
 // Servers of both sides: the old side's in config order, then the ones the new side adds.
 struct PlanServerRow {

@@ -3,6 +3,8 @@
 
 #include <tuple>
 
+#include "config/topology_hash.h"
+
 namespace mcring::config {
 
 const PoolTopology* Topology::findPool(const std::string& name) const {
@@ -97,6 +99,7 @@ std::shared_ptr<const Topology> Topology::build(const Config& config, uint64_t g
       continue;
     }
     pool->router = std::move(router);
+    pool->topology_hash = topologyHashHex(topologyHash(specs, pc.routing));
     topo->pools.push_back(std::move(pool));
   }
   if (!ok) {

@@ -21,6 +21,8 @@ struct PoolTopology {
   std::vector<common::SocketAddress> server_addresses;  // parallel to config.servers
   // Null for a pool with routes (config.routed()): it has no servers; its routes' pools route.
   std::shared_ptr<const routing::Router> router;
+  // The ring's identity (topology_hash.h), 16 hex digits; "" when router is null (routes).
+  std::string topology_hash;
   common::SocketAddress listen_address;  // unset when !config.listens (only routed to)
   std::optional<common::SocketAddress> tls_listen_address;
   // client_auth_file / server_auth_file as read when this snapshot was built (null: none).

@@ -184,6 +184,19 @@ std::string AdminEndpoint::metrics() const {
         "# TYPE mcring_config_info gauge\nmcring_config_info{digest=";
     common::appendJsonString(&out, topology->digest);
     out += "} 1\n";
+    // Proxies that place a pool's keys alike show the same hash (the ring-disagreement alert).
+    // A pool with routes has no ring of its own, and no series.
+    out +=
+        "# HELP mcring_topology_info hash of what places the pool's keys (hash, distribution, "
+        "servers with names and weights, replicas)\n# TYPE mcring_topology_info gauge\n";
+    for (const auto& pool : topology->pools) {
+      if (pool->topology_hash.empty()) {
+        continue;
+      }
+      out += "mcring_topology_info{pool=";
+      common::appendJsonString(&out, pool->config.name);
+      out += ",hash=\"" + pool->topology_hash + "\"} 1\n";
+    }
   }
   backendMetrics(&out);
   appendRouteMetrics(rep.routeReport(), &out);
@@ -561,7 +574,14 @@ std::string AdminEndpoint::eventsJson() const {
              ",\"prediction\":{\"method\":";
       common::appendJsonString(&out, e.method);
       out += ",\"moved_fraction\":" + fmt(e.predicted_moved) +
-             ",\"modula_moved_fraction\":" + fmt(e.modula_moved) + ",\"matrix\":[";
+             ",\"modula_moved_fraction\":" + fmt(e.modula_moved) +
+             ",\"ideal_moved_fraction\":" + fmt(e.ideal_moved) + ",\"warning\":";
+      if (e.warning.empty()) {
+        out += "null";
+      } else {
+        common::appendJsonString(&out, e.warning);
+      }
+      out += ",\"matrix\":[";
       for (size_t i = 0; i < e.cells.size(); ++i) {
         const auto& c = e.cells[i];
         out += i ? "," : "";

@@ -58,6 +58,8 @@ std::string AdminEndpoint::backendsJson() const {
       common::appendJsonString(&out, routing::distributionName(pt->config.routing.distribution));
       out += ",\"hash\":";
       common::appendJsonString(&out, routing::hashFunctionName(pt->config.routing.hash));
+      out += ",\"topology_hash\":";
+      common::appendJsonString(&out, pt->topology_hash);
       out += ",\"warmup_window_ms\":" + std::to_string(pt->config.warmup_window_ms);
     }
     out += ",\"imbalance\":{\"requests\":" + number(p.imbalance.requests) +

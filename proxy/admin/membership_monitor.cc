@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 
+#include "config/change_plan.h"
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
 
@@ -171,6 +172,8 @@ void MembershipMonitor::onTopologyChange(const config::Topology& before,
         routing::planMigration(*old->router, before_ids, *p->router, after_ids);
     e.method = std::string(routing::migrationMethodName(plan.method));
     e.predicted_moved = plan.moved;
+    e.ideal_moved = config::idealMovedShare(old->config.servers, p->config.servers);
+    e.warning = config::excessMoveWarning(e.predicted_moved, e.ideal_moved);
     e.cells = plan.cells();
     e.before_ids = plan.before;
     e.after_ids = plan.after;
@@ -188,6 +191,10 @@ void MembershipMonitor::onTopologyChange(const config::Topology& before,
                static_cast<unsigned long long>(e.id), e.kind.c_str(), e.pool.c_str(),
                e.servers_before, e.servers_after, pct(e.predicted_moved).c_str(), e.method.c_str(),
                pct(e.modula_moved).c_str(), warmup.c_str());
+    if (!e.warning.empty()) {
+      MCRING_LOG(Warn, "event %llu: pool '%s': %s", static_cast<unsigned long long>(e.id),
+                 e.pool.c_str(), e.warning.c_str());
+    }
     events_.push_back(std::move(e));
     if (events_.size() > kKeepEvents) {
       events_.erase(events_.begin());

@@ -38,6 +38,10 @@ struct MembershipEvent {
   std::string method;  // exact / sampled / independent
   double predicted_moved = 0;
   double modula_moved = 0;
+  // The least any ring must move for this change (config::idealMovedShare), and the warning
+  // when the prediction is above twice that (config::excessMoveWarning; "" when not).
+  double ideal_moved = 0;
+  std::string warning;
   std::vector<routing::MigrationCell> cells;  // largest first
   std::vector<std::string> before_ids;
   std::vector<std::string> after_ids;

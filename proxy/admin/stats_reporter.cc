@@ -84,6 +84,14 @@ void StatsReporter::renderOwn(std::vector<std::pair<std::string, std::string>>* 
   stat("admin_request_timeouts", std::to_string(adminRequestTimeouts()));
   stat("admin_requests_refused", std::to_string(adminRequestsRefused()));
   stat("config_generation", std::to_string(generation_.load(std::memory_order_relaxed)));
+  if (auto topo = topology()) {
+    // Each pool's ring identity (config/topology_hash.h): equal on proxies that place alike.
+    for (const auto& pool : topo->pools) {
+      if (!pool->topology_hash.empty()) {
+        out->emplace_back("pool:" + pool->config.name + ":topology_hash", pool->topology_hash);
+      }
+    }
+  }
   if (reloads_ != nullptr) {
     stat("reloads", std::to_string(reloads_->attempts()));
     stat("reload_failures", std::to_string(reloads_->failures()));
@@ -181,13 +189,13 @@ void StatsReporter::renderEvents(std::string* out) const {
                     "STAT event:%llu time=%lld kind=%s pool=%s servers=%zu->%zu "
                     "predicted_moved=%.4f modula_moved=%.4f method=%s baseline_miss=%.4f "
                     "peak_miss=%.4f spike=%d recovered=%d recovery_s=%lld extra_misses=%.0f "
-                    "judged=%d warmup_ms=%u",
+                    "judged=%d warmup_ms=%u ideal_moved=%.4f excess_move=%d",
                     static_cast<unsigned long long>(e.id), static_cast<long long>(e.time),
                     e.kind.c_str(), e.pool.c_str(), e.servers_before, e.servers_after,
                     e.predicted_moved, e.modula_moved, e.method.c_str(), e.measured.baseline,
                     e.measured.peak, e.measured.spike ? 1 : 0, e.measured.recovered ? 1 : 0,
                     static_cast<long long>(e.measured.recovery_seconds), e.measured.extra_misses,
-                    e.judged ? 1 : 0, e.warmup_window_ms);
+                    e.judged ? 1 : 0, e.warmup_window_ms, e.ideal_moved, e.warning.empty() ? 0 : 1);
       out->append(buf);
       out->append("\r\n");
     }

@@ -188,7 +188,11 @@ void renderPoolHuman(const config::PoolChangePlan& pp, std::string* out) {
   } else if (compare) {
     moved.row({"", "n/a", "if the pool used modula: " + pp.modula_error});
   }
+  moved.row({"Ideal:", percent(pp.ideal_moved), "the least any ring must move for this change"});
   *out += moved.render("  ", "lrl") + "\n";
+  if (!pp.warning.empty()) {
+    *out += "  Warning: " + pp.warning + "\n\n";
+  }
 
   // Replica sets: only when a side keeps more than one copy (otherwise a set is its primary).
   const routing::ReplicaPlan* rp = pp.replicas ? &*pp.replicas : nullptr;

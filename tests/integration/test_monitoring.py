@@ -139,7 +139,7 @@ class MonitoringAssetsTest(IntegrationCase):
                                 open(os.path.join(MONITORING, "alerts_test.yml")).read()))
         for alert in ("McringBackendEjected", "McringBackendDown", "McringBackendErrorRate",
                       "McringMissSpikeAbovePrediction", "McringReloadFailed",
-                      "McringConfigDrift", "McringMemoryNearBudget"):
+                      "McringConfigDrift", "McringRingDisagreement", "McringMemoryNearBudget"):
             self.assertIn(alert, tested)
 
     def gauge(self, name):

@@ -568,8 +568,11 @@ async function poll() {
       seen.add(p.name);
       const {parts} = poolSection(p.name);
       parts.title.textContent = p.name + " ";
+      // The ring's identity, shortened: proxies showing the same one place keys alike.
+      const ring = p.topology_hash ? ` · ring ${p.topology_hash.slice(0, 8)}` : "";
       parts.title.append(el("span", {class: "muted",
-        text: `${p.distribution || ""} · hash ${p.hash || ""} · ` +
+        title: p.topology_hash ? `topology hash ${p.topology_hash}` : "",
+        text: `${p.distribution || ""} · hash ${p.hash || ""}${ring} · ` +
               `${p.servers.filter((s) => s.state === "up").length} servers`}));
       drawRing(parts.ring, p.name, p.servers);
       drawServers(parts.servers, p.name, p.servers);

@@ -50,6 +50,11 @@ assert all(c["to"] == "10.0.0.5:11211" for c in plan["matrix"] if c["moved"]), p
 
 # Removing the server again moves exactly the same keys back.
 assert abs(back["pools"][0]["plan"]["moved"] - plan["moved"]) < 1e-9
+
+# The least any ring must move for 4 -> 5 equal servers is 1/5; ketama is near it: no warning.
+assert abs(pool["ideal_moved"] - 0.2) < 1e-9, pool["ideal_moved"]
+assert pool["warning"] is None, pool["warning"]
+assert abs(back["pools"][0]["ideal_moved"] - 0.2) < 1e-9  # removing 1 of 5
 print(f"ketama moved {plan['moved']:.4%}, modula moved {modula['moved']:.4%}")
 PY
 
@@ -60,6 +65,17 @@ grep -q "Keys moved:  *$moved  ketama, exact" "$tmp/human.txt" || fail "human ou
 grep -q "80.00%  if the pool used modula" "$tmp/human.txt" || fail "human output lacks modula's 80%"
 grep -q "10.0.0.5:11211 (new)" "$tmp/human.txt" || fail "human output does not mark the new server"
 grep -q "added: *10.0.0.5:11211" "$tmp/human.txt" || fail "human output does not list the added server"
+grep -q "Ideal: *20.00%" "$tmp/human.txt" || fail "human output lacks the ideal 20%"
+grep -q "Warning:" "$tmp/human.txt" && fail "a change near the ideal share warns"
+
+# A change that moves far more than it must (the hash changed with the server added) warns, in
+# both forms.
+sed 's/hash: fnv1a_64/hash: murmur/' "$new" >"$tmp/new_hash.yml"
+"$mcring" plan "$old" "$tmp/new_hash.yml" >"$tmp/human_hash.txt"
+grep -q "Warning: moves .* more than twice the 20.00% this change of servers must move" \
+  "$tmp/human_hash.txt" || fail "a hash change with a server added does not warn"
+"$mcring" plan "$old" "$tmp/new_hash.yml" --json |
+  "$python" -c 'import json,sys; w=json.load(sys.stdin)["pools"][0]["warning"]; assert w and w.startswith("moves "), w'
 
 # --- Replicas: moved replica sets beside moved primaries ------------------------------
 # Without replicas nothing is added: the replica section exists only when a side has replicas > 1.
