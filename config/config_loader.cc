@@ -495,16 +495,19 @@ class Loader {
           sent_to.insert(r.shadow->pool);
         }
         sent_to.insert(r.failover.begin(), r.failover.end());
-        if (!pool.clean) {
-          continue;  // its own errors come first
+        // Every name that parsed is checked, whatever else is wrong in the pool: all the
+        // problems of a file are reported at once.
+        if (!r.pool.empty()) {
+          checkTarget(r.pool, r.pool_mark, where + (r.is_default ? ": default" : ": pool"));
         }
-        checkTarget(r.pool, r.pool_mark, where + (r.is_default ? ": default" : ": pool"));
-        if (r.shadow) {
+        if (r.shadow && !r.shadow->pool.empty()) {
           checkTarget(r.shadow->pool, r.shadow->mark, where + ": shadow: pool");
         }
-        for (size_t f = 0; f < r.failover.size(); ++f) {
-          checkTarget(r.failover[f], r.failover_marks[f],
-                      where + ": failover[" + std::to_string(f) + "]");
+        for (size_t f = 0; f < r.failover.size() && f < r.failover_marks.size(); ++f) {
+          if (!r.failover[f].empty()) {
+            checkTarget(r.failover[f], r.failover_marks[f],
+                        where + ": failover[" + std::to_string(f) + "]");
+          }
         }
       }
     }

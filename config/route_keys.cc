@@ -318,19 +318,16 @@ void setRoutes(ValueReader& v, PoolConfig& pool) {
   }
   std::vector<RouteConfig> routes;
   std::optional<size_t> default_at;
-  bool ok = true;
   for (size_t i = 0; i < elements->size(); ++i) {
     ValueReader& element = *(*elements)[i];
     auto route = routeOf(element);
     if (!route) {
-      ok = false;
       continue;
     }
     if (route->is_default) {
       if (default_at) {
         element.error("a second default route (the first is routes[" + std::to_string(*default_at) +
                       "])");
-        ok = false;
         continue;
       }
       default_at = i;
@@ -339,16 +336,15 @@ void setRoutes(ValueReader& v, PoolConfig& pool) {
         if (!routes[j].is_default && routes[j].prefix == route->prefix) {
           element.error("duplicate prefix " + quoted(route->prefix) + " (first at line " +
                         std::to_string(routes[j].mark.line) + ")");
-          ok = false;
           break;
         }
       }
     }
     routes.push_back(std::move(*route));
   }
-  if (ok) {
-    pool.routes = std::move(routes);
-  }
+  // The routes that parsed are kept even when others did not (the file is refused either way):
+  // the loader then checks the pools they name, so every problem is reported at once.
+  pool.routes = std::move(routes);
 }
 
 }  // namespace mcring::config
