@@ -8,7 +8,7 @@ usage: bench/compare.py [--rounds N] [--duration S] [--quick] [--workloads LIST]
                         [--cs-number N] [--build DIR] [--mcring PATH] [--bench PATH]
                         [--mcring-flags "ARGS"] [--mcring-threads N] [--mcring-key K=V]
                         [--mcring2-flags "ARGS"] [--mcring2-key K=V] [--mcring2 PATH]
-                        [--mcring2-routes N] [--no-direct]
+                        [--mcring2-routes N] [--mcring2-routes-shared] [--no-direct]
                         [--pin-generator CPU] [--out DIR]
 Environment: MCRING_BUILD, MCRING, MCRING_BENCH as --build, --mcring, --bench (options win).
 Every process is started by bench/launch.py and stopped by PID at exit; every run is bounded
@@ -112,6 +112,9 @@ def parse_args():
     p.add_argument("--mcring2-routes", type=int, metavar="N",
                    help="mcring2's listener routes keys by prefix over N pools, plus a default "
                         "route (1..%d; implies mcring2; bench/README.md)" % MAX_ROUTES)
+    p.add_argument("--mcring2-routes-shared", action="store_true",
+                   help="with --mcring2-routes: every route goes to the default route's pool "
+                        "(the prefix dispatch without the routes' own connections)")
     p.add_argument("--no-direct", action="store_true", help="do not measure memcached directly")
     p.add_argument("--pin-generator", type=int, metavar="CPU",
                    help="run the load generators on that CPU only (taskset)")
@@ -143,6 +146,8 @@ def parse_args():
         a.mcring_args += ["--threads", str(a.mcring_threads)]
     if a.mcring2_routes is not None and not 1 <= a.mcring2_routes <= MAX_ROUTES:
         p.error("--mcring2-routes wants 1..%d" % MAX_ROUTES)
+    if a.mcring2_routes_shared and a.mcring2_routes is None:
+        p.error("--mcring2-routes-shared goes with --mcring2-routes N")
     a.with_mcring2 = (a.mcring2_flags is not None or bool(a.mcring2_key) or a.mcring2 is not None
                       or a.mcring2_routes is not None)
     a.mcring2_args = shlex.split(a.mcring2_flags or "")
@@ -237,7 +242,8 @@ class Comparison:
         self.targets["mcring"] = L.mcring("mcring", t["mcring"], self.mcring_pool(servers, []),
                                           a.mcring_args)
         if a.with_mcring2 and a.mcring2_routes:
-            front, pools = self.routed_pools(a.mcring2_routes, a.mcring2_key)
+            front, pools = self.routed_pools(a.mcring2_routes, a.mcring2_key,
+                                             a.mcring2_routes_shared)
             self.targets["mcring2"] = L.mcring("mcring2", t["mcring2"], front, a.mcring2_args, pools)
         elif a.with_mcring2:
             self.targets["mcring2"] = L.mcring(
@@ -258,21 +264,23 @@ class Comparison:
             body += "  %s: %s\n" % (k, v)
         return body
 
-    def routed_pools(self, n, own_keys):
+    def routed_pools(self, n, own_keys, shared=False):
         """--mcring2-routes N: the listening pool's body (routes, no servers) and the pools it
         routes to. Route i of each key family (ROUTE_FAMILIES) goes to pool route<i>, which holds
         backend i mod 3; the default route to pool rest, which holds the three as mcring's pool
-        does (same ring). Every pool gets the pool keys (client-side ones matter on the listener,
-        server-side ones on the others; each is accepted, without effect, on the other kind)."""
+        does (same ring). shared: every route goes to rest. Every pool gets the pool keys
+        (client-side ones matter on the listener, server-side ones on the others; each is
+        accepted, without effect, on the other kind)."""
         keys = self.mcring_pool("", own_keys)
         pools = ""
-        for i in range(n):
+        for i in range(0 if shared else n):
             pools += "route%d:\n  servers:\n    - %s:1\n%s" % (i, self.backends[i % 3].addr, keys)
         pools += "rest:\n  servers:\n%s%s" % ("".join("    - %s:1\n" % b.addr for b in self.backends),
                                               keys)
         routes = "  routes:\n"
         for family, chars in ROUTE_FAMILIES:
-            routes += "".join('    - prefix: "%s%s"\n      pool: route%d\n' % (family, chars[i], i)
+            routes += "".join('    - prefix: "%s%s"\n      pool: %s\n'
+                              % (family, chars[i], "rest" if shared else "route%d" % i)
                               for i in range(n))
         routes += "    - default: rest\n"
         return routes + keys, pools
@@ -731,7 +739,8 @@ def main():
             keys2 = "; pool keys " + " ".join(a.mcring_key + a.mcring2_key) if a.mcring_key + a.mcring2_key else ""
             binary2 = f" {t['mcring2']} ({version([t['mcring2'], '-V'])})" if a.mcring2 else ""
             routes2 = (f"; routes: {a.mcring2_routes} per key family ({', '.join(f for f, _ in ROUTE_FAMILIES)}) "
-                       f"+ default (bench/README.md)" if a.mcring2_routes else "")
+                       f"+ default{', all to one pool' if a.mcring2_routes_shared else ''} "
+                       f"(bench/README.md)" if a.mcring2_routes else "")
             print(f"mcring2: mcring{binary2} {' '.join(a.mcring2_args)}{keys2}{routes2}")
             if route_requests:
                 print("mcring2's requests by route over the whole run, warm-up included (stats "

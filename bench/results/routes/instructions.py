@@ -4,14 +4,15 @@ of compare.py's CPU per request for bench/results/routes.md (the development mac
 hardware counters for `perf stat`, and its CPU time per request moves by +-20% with the other
 work on its 2 cores).
 
-For each target (NAME=BINARY[:routes]), on the same three memcached: mcring under
+For each target (NAME=BINARY[:routes|:shared-routes]), on the same three memcached: mcring under
 `valgrind --tool=callgrind`, one memtier run to warm it (connections, buffers), counters zeroed
 (`callgrind_control -z`), the measured memtier run (a fixed request count), a dump
 (`callgrind_control -d`); instructions of the dump / requests memtier completed. Keys are
 pre-filled through an uninstrumented mcring of each kind (single pool, routed), so every get
-hits. The routed config is compare.py's --mcring2-routes (bench/README.md).
+hits. The routed config is compare.py's --mcring2-routes (bench/README.md); shared-routes adds
+its --mcring2-routes-shared (every route to the default route's pool).
 
-usage: instructions.py [--requests N] [--routes N] [--out DIR] NAME=BINARY[:routes] ...
+usage: instructions.py [--requests N] [--routes N] [--out DIR] NAME=BINARY[:routes|:shared-routes] ...
 """
 
 import argparse
@@ -44,13 +45,13 @@ def main():
     p.add_argument("--requests", type=int, default=200, help="per connection (50 connections)")
     p.add_argument("--routes", type=int, default=3)
     p.add_argument("--out", help="keep the configs, logs, memtier JSON and callgrind dumps in DIR")
-    p.add_argument("targets", nargs="+", metavar="NAME=BINARY[:routes]")
+    p.add_argument("targets", nargs="+", metavar="NAME=BINARY[:routes|:shared-routes]")
     a = p.parse_args()
     targets = []
     for spec in a.targets:
         name, rest = spec.split("=", 1)
         binary, _, kind = rest.partition(":")
-        targets.append((name, os.path.realpath(binary), kind == "routes"))
+        targets.append((name, os.path.realpath(binary), kind))
     t = {"memtier": launch.find_tool("memtier_benchmark", compare.MEMTIER_FALLBACK),
          "memcached": launch.find_tool("memcached", "/usr/bin/memcached")}
     launch.harness.MEMCACHED_BIN = t["memcached"]
@@ -61,17 +62,18 @@ def main():
         c.backends = [L.memcached("memcached%d" % i, 512, ["-c", "4096"]) for i in (1, 2, 3)]
         servers = "  servers:\n" + "".join("    - %s:1\n" % b.addr for b in c.backends)
         single = (c.mcring_pool(servers, []), "")
-        routed = c.routed_pools(a.routes, [])
+        configs = {"": single, "routes": c.routed_pools(a.routes, []),
+                   "shared-routes": c.routed_pools(a.routes, [], shared=True)}
         # Pre-fill (uninstrumented, the newest binary given): both placements.
         fill_bin = targets[-1][1]
-        for kind, (body, pools) in (("single", single), ("routed", routed)):
+        for kind, (body, pools) in (("single", single), ("routed", configs["routes"])):
             m = L.mcring("fill-" + kind, fill_bin, body, [], pools)
             memtier(t, m.port, ["--ratio=1:0", "-n", "allkeys", "--key-pattern=P:P", "-c", "1",
                                 "-t", "1"])
             m.stop()
         results = {}
-        for name, binary, is_routed in targets:
-            body, pools = routed if is_routed else single
+        for name, binary, kind in targets:
+            body, pools = configs[kind]
             conf = os.path.join(work, name + ".yml")
             cg = os.path.join(work, "callgrind.%s.out" % name)
 
