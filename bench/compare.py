@@ -7,7 +7,8 @@ What it starts, the workloads and how to read the report: bench/README.md, "comp
 usage: bench/compare.py [--rounds N] [--duration S] [--quick] [--workloads LIST] [--ratio S:G]
                         [--cs-number N] [--build DIR] [--mcring PATH] [--bench PATH]
                         [--mcring-flags "ARGS"] [--mcring-threads N] [--mcring-key K=V]
-                        [--mcring2-flags "ARGS"] [--mcring2-key K=V] [--no-direct]
+                        [--mcring2-flags "ARGS"] [--mcring2-key K=V] [--mcring2 PATH]
+                        [--mcring2-routes N] [--mcring2-routes-shared] [--no-direct]
                         [--pin-generator CPU] [--out DIR]
 Environment: MCRING_BUILD, MCRING, MCRING_BENCH as --build, --mcring, --bench (options win).
 Every process is started by bench/launch.py and stopped by PID at exit; every run is bounded
@@ -36,6 +37,14 @@ MEMTIER_WORKLOADS = ("mt-mix", "mt-mget", "mt-p16")
 WORKLOADS = MCRING_BENCH_WORKLOADS + ("cs-mix", "cs-gets", "bin-mix", "bin-gets", "ms-mix",
                                      "ms-mget", "ms-gets") + MEMTIER_WORKLOADS
 MEMTIER_FALLBACK = os.path.join(launch.ROOT, "..", "shared", "bin", "memtier_benchmark")
+# --mcring2-routes N: the key families of the generators, and the characters after each family's
+# prefix that spread its keys over the routes (route i takes family + chars[i], for every family).
+# memtier's keys are memtier-0 .. memtier-100000 (R:R, uniform): the first digit is 1-9, ~1/9 of
+# the keys each. mcring-bench's are key:00000000 .. key:00099999: the 8th character is 0-9, 1/10
+# each. memcslap's keys are random alphanumerics and mcring-bench's workload 5 uses big:: those
+# all go to the default route.
+ROUTE_FAMILIES = (("memtier-", "123456789"), ("key:000", "0123456789"))
+MAX_ROUTES = 9
 KEYS = 100000
 BIG_KEYS = 20000
 IDLE_CONNS = 2000
@@ -98,6 +107,14 @@ def parse_args():
     p.add_argument("--mcring2-flags", help="also run mcring2 (same pool) with these flags")
     p.add_argument("--mcring2-key", action="append", default=[], metavar="K=V",
                    help="`K: V` in mcring2's pool only (repeatable; implies mcring2)")
+    p.add_argument("--mcring2", metavar="PATH",
+                   help="mcring2's binary (default: the --mcring one; implies mcring2)")
+    p.add_argument("--mcring2-routes", type=int, metavar="N",
+                   help="mcring2's listener routes keys by prefix over N pools, plus a default "
+                        "route (1..%d; implies mcring2; bench/README.md)" % MAX_ROUTES)
+    p.add_argument("--mcring2-routes-shared", action="store_true",
+                   help="with --mcring2-routes: every route goes to the default route's pool "
+                        "(the prefix dispatch without the routes' own connections)")
     p.add_argument("--no-direct", action="store_true", help="do not measure memcached directly")
     p.add_argument("--pin-generator", type=int, metavar="CPU",
                    help="run the load generators on that CPU only (taskset)")
@@ -127,7 +144,12 @@ def parse_args():
     a.mcring_args = shlex.split(a.mcring_flags)
     if a.mcring_threads:
         a.mcring_args += ["--threads", str(a.mcring_threads)]
-    a.with_mcring2 = a.mcring2_flags is not None or bool(a.mcring2_key)
+    if a.mcring2_routes is not None and not 1 <= a.mcring2_routes <= MAX_ROUTES:
+        p.error("--mcring2-routes wants 1..%d" % MAX_ROUTES)
+    if a.mcring2_routes_shared and a.mcring2_routes is None:
+        p.error("--mcring2-routes-shared goes with --mcring2-routes N")
+    a.with_mcring2 = (a.mcring2_flags is not None or bool(a.mcring2_key) or a.mcring2 is not None
+                      or a.mcring2_routes is not None)
     a.mcring2_args = shlex.split(a.mcring2_flags or "")
     a.generator_prefix = ["taskset", "-c", str(a.pin_generator)] if a.pin_generator is not None else []
     return a
@@ -167,6 +189,11 @@ def tools(a):
         if not os.access(path, os.X_OK):
             sys.exit("compare.py: %s missing or not executable" % path)
     t["mcring"], t["bench"] = os.path.realpath(mcring), os.path.realpath(bench)
+    t["mcring2"] = t["mcring"]
+    if a.mcring2:
+        if not os.access(a.mcring2, os.X_OK):
+            sys.exit("compare.py: %s missing or not executable" % a.mcring2)
+        t["mcring2"] = os.path.realpath(a.mcring2)
     return t
 
 
@@ -214,9 +241,13 @@ class Comparison:
             "nutcracker", t["nutcracker"], "  hash: fnv1a_64\n  distribution: ketama\n" + servers)
         self.targets["mcring"] = L.mcring("mcring", t["mcring"], self.mcring_pool(servers, []),
                                           a.mcring_args)
-        if a.with_mcring2:
+        if a.with_mcring2 and a.mcring2_routes:
+            front, pools = self.routed_pools(a.mcring2_routes, a.mcring2_key,
+                                             a.mcring2_routes_shared)
+            self.targets["mcring2"] = L.mcring("mcring2", t["mcring2"], front, a.mcring2_args, pools)
+        elif a.with_mcring2:
             self.targets["mcring2"] = L.mcring(
-                "mcring2", t["mcring"], self.mcring_pool(servers, a.mcring2_key), a.mcring2_args)
+                "mcring2", t["mcring2"], self.mcring_pool(servers, a.mcring2_key), a.mcring2_args)
         write_memcaslap_cfg(os.path.join(self.work, "memcaslap.cfg"), a.set_w, a.get_w)
         write_memcaslap_cfg(os.path.join(self.work, "memcaslap-gets.cfg"), 0, 1)
         with open(os.path.join(self.work, "idle_clients.py"), "w") as f:
@@ -232,6 +263,36 @@ class Comparison:
             k, v = kv.split("=", 1)
             body += "  %s: %s\n" % (k, v)
         return body
+
+    def routed_pools(self, n, own_keys, shared=False):
+        """--mcring2-routes N: the listening pool's body (routes, no servers) and the pools it
+        routes to. Route i of each key family (ROUTE_FAMILIES) goes to pool route<i>, which holds
+        backend i mod 3; the default route to pool rest, which holds the three as mcring's pool
+        does (same ring). shared: every route goes to rest. Every pool gets the pool keys
+        (client-side ones matter on the listener, server-side ones on the others; each is
+        accepted, without effect, on the other kind)."""
+        keys = self.mcring_pool("", own_keys)
+        pools = ""
+        for i in range(0 if shared else n):
+            pools += "route%d:\n  servers:\n    - %s:1\n%s" % (i, self.backends[i % 3].addr, keys)
+        pools += "rest:\n  servers:\n%s%s" % ("".join("    - %s:1\n" % b.addr for b in self.backends),
+                                              keys)
+        routes = "  routes:\n"
+        for family, chars in ROUTE_FAMILIES:
+            routes += "".join('    - prefix: "%s%s"\n      pool: %s\n'
+                              % (family, chars[i], "rest" if shared else "route%d" % i)
+                              for i in range(n))
+        routes += "    - default: rest\n"
+        return routes + keys, pools
+
+    def route_requests(self):
+        """With --mcring2-routes: mcring2's `stats routes` requests by route (all were used?)."""
+        if not self.a.mcring2_routes:
+            return {}
+        stats = launch.harness.proxy_stats(self.targets["mcring2"].port, b"routes")
+        head, tail = "route:pool:", ":requests"  # route:<listener>:<route>:<field>
+        return {k[len(head):-len(tail)]: v for k, v in stats.items()
+                if k.startswith(head) and k.endswith(tail)}
 
     def order(self):
         return [n for n in ("direct", "nutcracker", "mcring", "mcring2") if n in self.targets]
@@ -279,9 +340,11 @@ class Comparison:
         w = self.a.workloads
         sets = (["2"] if any(x in w for x in ("1", "2", "3", "4", "6", "mix")) else []) + \
                (["5"] if "5" in w else [])
-        ports = [self.targets[n].port for n in ("mcring", "direct") if n in self.targets]
+        warmed = ("mcring", "direct") + (("mcring2",) if self.a.mcring2_routes else ())
+        ports = [self.targets[n].port for n in warmed if n in self.targets]
+        via = " and ".join(n for n in warmed if n in self.targets)
         if sets:
-            launch.say("warming mcring-bench keys via mcring%s" % (" and direct" if "direct" in self.targets else ""))
+            launch.say("warming mcring-bench keys via %s" % via)
         for port in ports:
             for s in sets:
                 rc = launch.run_bounded([self.t["bench"], "load", "--server", "%s:%d" % (launch.HOST, port),
@@ -290,8 +353,7 @@ class Comparison:
                 if rc != 0:
                     sys.exit("compare.py: warming 127.0.0.1:%d failed (%s)" % (port, rc))
         if any(x in MEMTIER_WORKLOADS for x in w):
-            launch.say("pre-filling memtier_benchmark's keys via mcring%s" %
-                       (" and direct" if "direct" in self.targets else ""))
+            launch.say("pre-filling memtier_benchmark's keys via %s" % via)
             for port in ports:
                 rc = launch.run_bounded(
                     [self.t["memtier"], "-s", launch.HOST, "-p", str(port), "-P", "memcache_text",
@@ -563,6 +625,7 @@ def summarize(rows, idle_mib, duration):
         for p in ("p50", "p99", "p999", "avg"):
             s[p] = med([j["latency_us"].get(p) for r, j in ok])
         s["cpu_us"] = med([r["cpu_s"] / j["replies"] * 1e6 for r, j in ok])
+        s["cpu_by_round"] = {r["round"]: r["cpu_s"] / j["replies"] * 1e6 for r, j in ok}
         s["be_us"] = med([r["backend_s"] / j["replies"] * 1e6 for r, j in ok]) if t != "direct" else None
         # % of one core over the run; a cs-mix run lasts as long as its count takes.
         s["gen_pct"] = med([r["gen_s"] / (j["replies"] / j["ops_per_sec"]) * 100
@@ -630,15 +693,18 @@ def report(summary, ratio_text):
     if "mcring2" in targets:
         print("mcring2 / mcring (ratios of the medians)")
         print()
-        print("| workload | ops/s | ops/s per round | p99 | avg | CPU/req |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print("| workload | ops/s | ops/s per round | p99 | avg | CPU/req | CPU/req per round | "
+              "backends CPU/req |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         for w in workloads:
             a, b = summary.get((w, "mcring"), {}), summary.get((w, "mcring2"), {})
             rounds = sorted(set(a.get("by_round", {})) & set(b.get("by_round", {})))
             per_round = " ".join(ratio(b["by_round"][k], a["by_round"][k]) for k in rounds) or "-"
+            cpu_round = " ".join(ratio(b["cpu_by_round"][k], a["cpu_by_round"][k]) for k in rounds) or "-"
             print(f"| {names[w]} | {ratio(b.get('ops'), a.get('ops'))} | {per_round} | "
                   f"{ratio(b.get('p99'), a.get('p99'))} | {ratio(b.get('avg'), a.get('avg'))} | "
-                  f"{ratio(b.get('cpu_us'), a.get('cpu_us'))} |")
+                  f"{ratio(b.get('cpu_us'), a.get('cpu_us'))} | {cpu_round} | "
+                  f"{ratio(b.get('be_us'), a.get('be_us'))} |")
         print()
 
 
@@ -660,16 +726,25 @@ def main():
         load_start = " ".join(open("/proc/loadavg").read().split()[:3])
         started = time.monotonic()
         c.run()
+        route_requests = c.route_requests()
         load_end = " ".join(open("/proc/loadavg").read().split()[:3])
         report(summarize(c.rows, c.idle_mib, a.duration), a.ratio)
         print(f"{a.rounds} rounds x {a.duration} s per run, order rotated each round; medians. "
               f"{os.cpu_count()} CPUs; load average {load_start} at start, {load_end} at end; "
               f"{time.monotonic() - started:.0f} s.")
         keys = "; pool keys " + " ".join(a.mcring_key) if a.mcring_key else ""
-        print(f"mcring: mcring {' '.join(a.mcring_args)} ({version([t['mcring'], '-V'])}){keys}")
+        binary = f" {t['mcring']}" if a.mcring else ""
+        print(f"mcring: mcring{binary} {' '.join(a.mcring_args)} ({version([t['mcring'], '-V'])}){keys}")
         if a.with_mcring2:
             keys2 = "; pool keys " + " ".join(a.mcring_key + a.mcring2_key) if a.mcring_key + a.mcring2_key else ""
-            print(f"mcring2: mcring {' '.join(a.mcring2_args)}{keys2}")
+            binary2 = f" {t['mcring2']} ({version([t['mcring2'], '-V'])})" if a.mcring2 else ""
+            routes2 = (f"; routes: {a.mcring2_routes} per key family ({', '.join(f for f, _ in ROUTE_FAMILIES)}) "
+                       f"+ default{', all to one pool' if a.mcring2_routes_shared else ''} "
+                       f"(bench/README.md)" if a.mcring2_routes else "")
+            print(f"mcring2: mcring{binary2} {' '.join(a.mcring2_args)}{keys2}{routes2}")
+            if route_requests:
+                print("mcring2's requests by route over the whole run, warm-up included (stats "
+                      "routes: a request counts once on each route its keys take): " + ", ".join("%s %s" % kv for kv in route_requests.items()))
         print(f"{version([t['nutcracker'], '-V'])}; {version([t['memcached'], '-V'])}; "
               f"{version([t['memcslap'], '-V']) if t['memcslap'] else 'no memcslap'} (memcslap, cs-*: N = {a.cs_number}, M = {a.cs_set_number}); "
               f"backends memcached -t 1{'; direct = a 4th memcached -t 1 holding all keys' if 'direct' in c.targets else ''}"

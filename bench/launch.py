@@ -113,15 +113,17 @@ class Server:
 
 class _PoolMcring(harness.Mcring):
     """harness.Mcring with the pool body given as text (compare.py measures mcring's defaults:
-    the pool says only `listen` and `servers`) and the binary given per instance."""
+    the pool says only `listen` and `servers`) and the binary given per instance; other_pools:
+    YAML text of more pools (without `listen`), written before the listening one."""
 
-    def __init__(self, binary, pool_body, tmpdir, args):
-        self.binary, self.pool_body = binary, pool_body
+    def __init__(self, binary, pool_body, tmpdir, args, other_pools=""):
+        self.binary, self.pool_body, self.other_pools = binary, pool_body, other_pools
         super().__init__([], tmpdir, args=args, pool="pool")
 
     def write_config(self, port):
         with open(self.config_path, "w") as f:
-            f.write("%s:\n  listen: %s:%d\n%s" % (self.pool, HOST, port, self.pool_body))
+            f.write("%s%s:\n  listen: %s:%d\n%s" % (self.other_pools, self.pool, HOST, port,
+                                                     self.pool_body))
 
     def start(self, attempts=4):
         saved, harness.MCRING_BIN = harness.MCRING_BIN, self.binary
@@ -151,13 +153,14 @@ class Launcher:
         m = harness.Memcached(memory_mb=memory_mb, extra_args=extra_args)
         return self._started(Server(name, m.port, m.proc, m.stop), m.proc.args)
 
-    def mcring(self, name, binary, pool_body, args=()):
+    def mcring(self, name, binary, pool_body, args=(), other_pools=""):
         """mcring with one pool, `listen` on a free port and `pool_body` (YAML lines under the
         pool, indented by two) after it; `-s` a free admin port, `-a 127.0.0.1`; log and config
-        in work_dir/name/."""
+        in work_dir/name/. other_pools: YAML text of pools without `listen` (e.g. the pools a
+        pool with `routes` sends to), written before it."""
         tmp = os.path.join(self.work, name)
         os.makedirs(tmp, exist_ok=True)
-        m = _PoolMcring(binary, pool_body, tmp, list(args))
+        m = _PoolMcring(binary, pool_body, tmp, list(args), other_pools)
         return self._started(Server(name, m.port, m.proc, m.stop, m.log_path), m.proc.args)
 
     def start(self, name, command, ready=port_accepts, attempts=5, timeout=10.0):
