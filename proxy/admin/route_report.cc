@@ -17,7 +17,7 @@ struct RouteCounter {
 };
 constexpr RouteCounter kCounters[] = {
     {"requests", &stats::RouteTotals::requests,
-     "requests sent by the route (a multi-get's keys each)"},
+     "requests sent by the route (a multi-get once for each route its keys take)"},
     {"errors", &stats::RouteTotals::errors,
      "requests of the route answered an error (SERVER_ERROR, unavailable)"},
     {"rate_limited", &stats::RouteTotals::rate_limited,

@@ -58,6 +58,7 @@ class Dispatcher {
   void dispatchRouted(std::string_view line);
   void routedKeyed(std::string_view line);
   void routedRetrieval(std::string_view line);
+  void routedRetrievalOne(std::string_view line);
   bool admit(RouteRuntime& route);
   void answerRouted(std::string_view reply);
   std::string_view capTtl(std::string_view line, uint32_t max_ttl);
@@ -132,7 +133,7 @@ class Dispatcher {
   std::vector<BackendServer*> across_servers_;
   std::vector<BackendServer*> flush_servers_;
   std::vector<uint32_t> key_routes_;
-  std::vector<uint8_t> route_seen_;
+  std::vector<uint32_t> route_seen_;
   // A route with failover: the request as sent and its key, for the request newRequest makes.
   bool failover_ready_ = false;
   Expect failover_expect_ = Expect::OneUnit;

@@ -204,9 +204,50 @@ void Dispatcher::shadowKeyed(std::string_view line, std::string_view key) {
                      req_->has_data ? req_->value_length + 2 : 0, quiet_meta);
 }
 
-void Dispatcher::routedRetrieval(std::string_view line) {
+// The usual retrieval, one key: one match, no per-key bookkeeping.
+void Dispatcher::routedRetrievalOne(std::string_view line) {
   PoolRuntime& front = *pool_;
+  const std::string_view key = req_->keys[0].in(line);
+  const uint32_t index = front.route_table.match(key);
+  if (index == routing::PrefixTable::kNoRoute) {
+    answerRouted(kNoRouteLine);
+    return;
+  }
+  route_ = &front.routes[index];
+  stats::bump(route_->stats->requests);
+  if (!admit(*route_)) {
+    answerRouted(kRateLimitedLine);
+    return;
+  }
+  if (route_->config->max_ttl > 0 &&
+      (req_->command == Command::Gat || req_->command == Command::Gats)) {
+    line = capTtl(line, route_->config->max_ttl);
+    if (line.empty()) {
+      answerRouted(kBadLine);
+      return;
+    }
+  }
+  if (route_->shadow != nullptr) {
+    const std::string_view k = req_->keys[0].in(line);
+    if (!route_->config->shadow->writes_only && Shadows::shadows(*route_, k)) {
+      probe_ = shadows_.sendRead(*route_, k, k, false, src_->id(), /*compare=*/true);
+    }
+  }
+  if (!route_->failover.empty()) {
+    // A Direct get (not coalesced), which its route may send on.
+    prepareRouteFailover(line, req_->keys[0].in(line), Expect::Retrieval);
+  }
+  pool_ = route_->pool;
+  dispatchRetrieval(line);
+}
+
+void Dispatcher::routedRetrieval(std::string_view line) {
   const size_t n = req_->keys.size();
+  if (n == 1) {
+    routedRetrievalOne(line);
+    return;
+  }
+  PoolRuntime& front = *pool_;
   key_routes_.resize(n);
   bool single = true;
   for (size_t i = 0; i < n; ++i) {
@@ -220,13 +261,16 @@ void Dispatcher::routedRetrieval(std::string_view line) {
   }
   // Each route the request touches counts it once and takes one token; a gat's TTL is capped
   // by the smallest max_ttl among them.
-  route_seen_.assign(front.routes.size(), 0);
+  route_seen_.clear();  // the distinct routes, in first-seen order (a request touches few)
   uint32_t cap = 0;
   for (size_t i = 0; i < n; ++i) {
-    RouteRuntime& route = front.routes[key_routes_[i]];
-    if (route_seen_[key_routes_[i]]++ > 0) {
+    const uint32_t r = key_routes_[i];
+    if ((i > 0 && r == key_routes_[i - 1]) ||
+        std::find(route_seen_.begin(), route_seen_.end(), r) != route_seen_.end()) {
       continue;
     }
+    route_seen_.push_back(r);
+    RouteRuntime& route = front.routes[r];
     stats::bump(route.stats->requests);
     if (!admit(route)) {
       answerRouted(kRateLimitedLine);
@@ -250,18 +294,11 @@ void Dispatcher::routedRetrieval(std::string_view line) {
     if (route.shadow != nullptr && !route.config->shadow->writes_only &&
         Shadows::shadows(route, key)) {
       // Only a one-key read's answers are compared (a multi-get's reply is not kept whole).
-      ShadowProbe* p = shadows_.sendRead(route, key, key, false, src_->id(), n == 1);
-      if (p != nullptr) {
-        probe_ = p;
-      }
+      shadows_.sendRead(route, key, key, false, src_->id(), /*compare=*/false);
     }
   }
   if (single) {
     route_ = &front.routes[key_routes_[0]];
-    if (n == 1 && !route_->failover.empty()) {
-      // One key: a Direct get (not coalesced), which its route may send on.
-      prepareRouteFailover(line, req_->keys[0].in(line), Expect::Retrieval);
-    }
     pool_ = route_->pool;
     dispatchRetrieval(line);
     return;

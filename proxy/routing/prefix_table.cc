@@ -10,6 +10,10 @@ void PrefixTable::add(std::string_view prefix, uint32_t target) {
       return;
     }
   }
+  if (prefix.empty()) {
+    return;  // the default's, not a prefix (config refuses it)
+  }
+  first_bytes_[static_cast<unsigned char>(prefix[0])] = true;
   Entry entry{std::string(prefix), target};
   // Longest first; among equal lengths, the order given (stable).
   auto at = std::find_if(entries_.begin(), entries_.end(),

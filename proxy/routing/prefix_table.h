@@ -5,7 +5,9 @@
 // trie on the hot path: no pointer chasing, and the usual first or second compare decides.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,8 +25,14 @@ class PrefixTable {
   // The route of `key`: the target of its longest matching prefix, else the default, else
   // kNoRoute.
   uint32_t match(std::string_view key) const {
+    // A key whose first byte starts no prefix takes the default without a compare (the keys of
+    // the default route, usually most, cost one table lookup).
+    if (key.empty() || !first_bytes_[static_cast<unsigned char>(key[0])]) {
+      return default_;
+    }
     for (const Entry& e : entries_) {
-      if (key.size() >= e.prefix.size() && key.compare(0, e.prefix.size(), e.prefix) == 0) {
+      if (key.size() >= e.prefix.size() && key[0] == e.prefix[0] &&
+          std::memcmp(key.data(), e.prefix.data(), e.prefix.size()) == 0) {
         return e.target;
       }
     }
@@ -37,7 +45,8 @@ class PrefixTable {
     std::string prefix;
     uint32_t target;
   };
-  std::vector<Entry> entries_;  // longest prefix first
+  std::vector<Entry> entries_;           // longest prefix first
+  std::array<bool, 256> first_bytes_{};  // the first bytes of the prefixes
   uint32_t default_ = kNoRoute;
 };
 

@@ -21,14 +21,14 @@ namespace mcring::stats {
 struct RouteStats {
   RouteStats(std::string listener_name, std::string route_name)
       : listener(std::move(listener_name)), route(std::move(route_name)) {}
-  const std::string listener;               // the pool whose `routes` this is
-  const std::string route;                  // the prefix, or "default"
-  std::atomic<uint64_t> requests{0};        // requests (a multi-get's keys each) sent by this route
-  std::atomic<uint64_t> errors{0};          // answered an error (SERVER_ERROR, unavailable)
-  std::atomic<uint64_t> rate_limited{0};    // refused by the route's rate_limit
-  std::atomic<uint64_t> failovers{0};       // sent on to the next pool of `failover`
-  std::atomic<uint64_t> shadow_sent{0};     // copies sent to the shadow pool
-  std::atomic<uint64_t> shadow_dropped{0};  // copies not sent: the shadow's queue was full
+  const std::string listener;                // the pool whose `routes` this is
+  const std::string route;                   // the prefix, or "default"
+  std::atomic<uint64_t> requests{0};         // requests sent (a multi-get once per route it takes)
+  std::atomic<uint64_t> errors{0};           // answered an error (SERVER_ERROR, unavailable)
+  std::atomic<uint64_t> rate_limited{0};     // refused by the route's rate_limit
+  std::atomic<uint64_t> failovers{0};        // sent on to the next pool of `failover`
+  std::atomic<uint64_t> shadow_sent{0};      // copies sent to the shadow pool
+  std::atomic<uint64_t> shadow_dropped{0};   // copies not sent: the shadow's queue was full
   std::atomic<uint64_t> shadow_compared{0};  // shadowed reads whose two answers were compared
   std::atomic<uint64_t> shadow_agreed{0};    // ...that agreed (hit or miss, and value digest)
 };
