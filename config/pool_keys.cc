@@ -359,7 +359,7 @@ const std::array kPoolKeys = {
                    "twemproxy); the name, when given, replaces `host:port` in the ketama ring, so "
                    "a server can move without moving its keys. No two entries may share "
                    "`host:port` or a name. Not with `routes` (a routed pool's servers are its "
-                   "routes' pools').",
+                   "routes' pools'), nor with `servers_dns` (required unless that is given).",
         .apply = &setServers,
     },
     PoolKey{
@@ -368,6 +368,62 @@ const std::array kPoolKeys = {
                    "[Routes](#routes)): then it has `listen` and no `servers`; its client-side "
                    "keys govern its clients, the routes' pools' server-side keys their servers.",
         .apply = &setRoutes,
+    },
+    PoolKey{
+        .name = "servers_dns", .type = "name:port", .origin = KeyOrigin::Mcring,
+        .meaning = "Discovery (see [Discovery](#discovery)): the pool's servers are the addresses "
+                   "this DNS name resolves to (A and AAAA records), each a server "
+                   "`address:port` with weight 1, exactly as the same `servers` entry; "
+                   "re-resolved every `dns_interval`. Instead of `servers`.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("a DNS name and the servers' port, 'name:port'");
+          if (!text) {
+            return;
+          }
+          std::string error;
+          if (auto a = parseDnsTarget(*text, &error)) {
+            p.servers_dns = *a;
+          } else {
+            v.error(error);
+          }
+        },
+    },
+    PoolKey{
+        .name = "dns_resolver", .type = "address", .origin = KeyOrigin::Mcring,
+        .meaning = "The DNS server `servers_dns` asks: an IP address with an optional port "
+                   "(`10.0.0.10:53`, `[fd00::a]:53`). Unset: the nameservers and search domains "
+                   "of /etc/resolv.conf.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("an IP address and port, 'address:port'");
+          if (!text) {
+            return;
+          }
+          std::string error;
+          if (auto a = parseNameserver(*text, &error)) {
+            p.dns_resolver = *a;
+          } else {
+            v.error(error);
+          }
+        },
+    },
+    PoolKey{
+        .name = "dns_interval", .type = "integer (ms)", .origin = KeyOrigin::Mcring,
+        .meaning = "How often `servers_dns` is resolved again, 100 or more. An answer takes at "
+                   "most twice the smaller of this and 2000 ms (two tries).",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.dns_interval_ms, 100, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.dns_interval_ms); },
+    },
+    PoolKey{
+        .name = "dns_remove_after", .type = "integer", .origin = KeyOrigin::Mcring,
+        .meaning = "A discovered server leaves the pool once it is missing from this many "
+                   "consecutive answers (1 to 1000), so a flapping record does not move keys "
+                   "back and forth. A new address joins at the first answer that has it.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.dns_remove_after, 1, 1000);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.dns_remove_after); },
     },
     PoolKey{
         .name = "redis", .type = "bool", .origin = KeyOrigin::Twemproxy,
