@@ -77,6 +77,7 @@ class Dnsmasq:
     """dnsmasq on a free loopback port, authoritative for *.test from a hosts file."""
 
     def __init__(self, tmpdir, addresses):
+        self.others = {}  # further names: {name: [addresses]}
         self.hosts = os.path.join(tmpdir, "dns-hosts")
         self.log = os.path.join(tmpdir, "dnsmasq.log")
         self.proc = None
@@ -89,6 +90,8 @@ class Dnsmasq:
         self.addresses = sorted(addresses)
         with open(self.hosts + ".tmp", "w") as f:
             f.writelines("%s %s\n" % (a, NAME) for a in addresses)
+            for name, others in self.others.items():
+                f.writelines("%s %s\n" % (a, name) for a in others)
         os.rename(self.hosts + ".tmp", self.hosts)
 
     def start(self, port=None, attempts=5):
@@ -283,8 +286,21 @@ class DiscoveryCase(IntegrationCase):
         port = self.dns.port
         self.dns.kill()
         await_true(lambda: self.log_has(r"servers_dns .* no usable answer"), 5, "a failed answer")
-        # Several failed resolutions (each two tries of 200 ms), then the server comes back.
-        time.sleep(2.0)
+        # Then a server that reads queries and never answers, on the same port: count mcring's
+        # resolutions (AAAA queries, retries included) until several more have failed.
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as hole:
+            hole.bind((HOST, port))
+            hole.settimeout(0.2)
+            seen = set()
+            deadline = time.monotonic() + 15
+            while len(seen) < 4 and time.monotonic() < deadline:
+                try:
+                    d = hole.recv(512)
+                except socket.timeout:
+                    continue
+                if d[-4:-2] == b"\x00\x1c":  # AAAA; a retry keeps its id
+                    seen.add(d[:2])
+        self.assertGreaterEqual(len(seen), 4, "mcring stopped asking")
         held = self.holders()
         self.dns.start(port)
         m = await_true(lambda: re.search(r"answers again \((\d+) failed answers\)",
@@ -312,6 +328,37 @@ class DiscoveryCase(IntegrationCase):
         self.assertIn("-servers 2 (127.0.0.3:%d, 127.0.0.4:%d)" % (self.mc_port, self.mc_port),
                       rec["diff"])
         self.assertGreaterEqual(answers, 2)
+
+    def test_reload_adding_a_discovered_pool_waits_for_its_first_answer(self):
+        self.start(ADDRS[:2])
+        self.dns.others = {"mc2.mcring.test": ADDRS[2:4]}
+        self.dns.set(ADDRS[:2])
+        beta_port = free_port()
+        with open(self.mc.config_path) as f:
+            text = f.read()
+        with open(self.mc.config_path, "w") as f:
+            f.write(text + "beta:\n  listen: %s:%d\n  hash: murmur\n  servers_dns: "
+                    "mc2.mcring.test:%d\n  dns_resolver: 127.0.0.1:%d\n  dns_interval: 200\n"
+                    % (HOST, beta_port, self.mc_port, self.dns.port))
+        self.mc.proc.send_signal(signal.SIGHUP)
+        rec = await_true(lambda: self.dns_reloads(), 5, "the reload made by the answer")[0]
+        all_records = parse_reloads(self.raw_stats(b"reloads"))
+        print("\n  reload adding a discovered pool: %s"
+              % "; ".join("%s %s %s" % (r["source"], r["result"], r.get("diff") or r.get("error"))
+                          for r in all_records))
+        self.assertEqual(rec["result"], "applied")
+        self.assertIn("beta", rec["diff"])
+        refused = [r for r in all_records if r["source"] in ("signal", "file")]
+        self.assertTrue(refused, all_records)
+        self.assertEqual(refused[0]["result"], "failed")
+        self.assertIn("servers_dns mc2.mcring.test:%d: no answer yet" % self.mc_port,
+                      refused[0]["error"])
+        # beta serves from its discovered servers; alpha kept its own.
+        with self.conn(beta_port) as c:
+            set_many_raw(c, [(k.encode(), b"b") for k in self.KEYS[:100]])
+        on = {a: len(self.backends[a].get_many(self.KEYS[:100])) for a in ADDRS}
+        self.assertEqual(on["127.0.0.2"] + on["127.0.0.3"], 0, on)
+        self.assertEqual(on["127.0.0.4"] + on["127.0.0.5"], 100, on)
 
     def test_first_answer_needed_to_start(self):
         self.dns = Dnsmasq(self.tmp, ADDRS[:1])
