@@ -244,6 +244,23 @@ class DiscoveryCase(IntegrationCase):
         # The membership event of the change, with its cause.
         self.assertTrue(self.log_has(r"event \d+ dns: pool 'alpha'"), "no dns membership event")
 
+    def test_added_server_is_warmed_when_warmup_window_is_set(self):
+        # The DNS change goes through the reload path: a warm-up window opens, so the keys that
+        # moved to the new server are still hits (fetched from their previous server).
+        self.start(ADDRS[:2], extra={"warmup_window": 10000})
+        with self.conn(self.mc.port) as c:
+            set_many_raw(c, [(k.encode(), b"w") for k in self.KEYS])
+        self.dns.set(ADDRS[:3])
+        await_true(lambda: self.dns_reloads(), 5, "the dns reload")
+        with self.conn(self.mc.port) as c:
+            reply = c.request(b"get " + " ".join(self.KEYS).encode() + b"\r\n")
+        hits = reply.count(b"VALUE ")
+        moved = len(self.backends["127.0.0.4"].get_many(self.KEYS))
+        print("\n  warm-up after a DNS addition: %d/%d hits, %d keys copied to 127.0.0.4"
+              % (hits, len(self.KEYS), moved))
+        self.assertEqual(hits, len(self.KEYS))
+        self.assertGreater(moved, 0)
+
     def test_removed_server_leaves_after_remove_after_answers(self):
         self.start(ADDRS[:3], remove_after=3)
         gen = self.generation()
