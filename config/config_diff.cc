@@ -175,6 +175,8 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
     return x ? x->toString() : std::string("none");
   };
   keyChange(&k, "servers_dns", showOptional(a.servers_dns), showOptional(b.servers_dns));
+  keyChange(&k, "servers_srv", a.servers_srv.empty() ? "none" : a.servers_srv,
+            b.servers_srv.empty() ? "none" : b.servers_srv);
   keyChange(&k, "dns_resolver", showOptional(a.dns_resolver), showOptional(b.dns_resolver));
   keyChange(&k, "dns_interval", str(a.dns_interval_ms), str(b.dns_interval_ms));
   keyChange(&k, "dns_remove_after", str(a.dns_remove_after), str(b.dns_remove_after));

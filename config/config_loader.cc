@@ -370,7 +370,9 @@ class Loader {
     pool.config.listens = pool.key_marks.contains("listen");
     for (const PoolKey& k : poolKeys()) {
       // A pool with routes has no servers of its own: its routes' pools have them.
-      bool exempt = (has_routes || pool.key_marks.contains("servers_dns")) && k.name == "servers";
+      bool exempt = (has_routes || pool.key_marks.contains("servers_dns") ||
+                     pool.key_marks.contains("servers_srv")) &&
+                    k.name == "servers";
       if (k.required && !exempt && !pool.key_marks.contains(k.name)) {
         diagnostics_.add(mark, context, "missing required key " + quoted(k.name));
       }
@@ -452,23 +454,34 @@ class Loader {
     const auto& marks = pool.key_marks;
     auto dns = marks.find("servers_dns");
     if (dns == marks.end()) {
+      dns = marks.find("servers_srv");
+    }
+    if (dns == marks.end()) {
       for (std::string_view key : {"dns_resolver", "dns_interval", "dns_remove_after"}) {
         if (auto it = marks.find(key); it != marks.end()) {
-          diagnostics_.add(it->second, context,
-                           quoted(key) + " tunes discovery and needs 'servers_dns'");
+          diagnostics_.add(
+              it->second, context,
+              quoted(key) + " tunes discovery and needs 'servers_dns' or 'servers_srv'");
         }
       }
       return;
     }
+    const std::string& which = dns->first;
+    if (auto srv = marks.find("servers_srv"); which == "servers_dns" && srv != marks.end()) {
+      diagnostics_.add(srv->second, context,
+                       "'servers_srv' and 'servers_dns' (line " + std::to_string(dns->second.line) +
+                           ") are exclusive: choose one");
+    }
     if (auto servers = marks.find("servers"); servers != marks.end()) {
       diagnostics_.add(servers->second, context,
-                       "'servers' and 'servers_dns' (line " + std::to_string(dns->second.line) +
+                       "'servers' and " + quoted(which) + " (line " +
+                           std::to_string(dns->second.line) +
                            ") are exclusive: a discovered pool's servers are its DNS answer");
     }
     if (marks.contains("routes")) {
-      diagnostics_.add(dns->second, context,
-                       "a pool with routes has no servers of its own: remove 'servers_dns' or "
-                       "'routes'");
+      diagnostics_.add(
+          dns->second, context,
+          "a pool with routes has no servers of its own: remove " + quoted(which) + " or 'routes'");
     }
   }
 

@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 
+#include <cctype>
 #include <charconv>
 #include <limits>
 
@@ -337,6 +338,24 @@ std::optional<Address> parseDnsTarget(std::string_view text, std::string* error)
     return std::nullopt;
   }
   return a;
+}
+
+std::optional<std::string> parseSrvName(std::string_view text, std::string* error) {
+  std::string name(text);
+  bool chars = !name.empty() && name.size() <= 253;
+  for (char c : name) {
+    chars =
+        chars && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_');
+  }
+  if (!chars || name.front() == '.' || name.find("..") != std::string::npos) {
+    *error = "expected an SRV name such as '_memcache._tcp.example.com', got " + quoted(text);
+    return std::nullopt;
+  }
+  if (isIpAddress(name)) {
+    *error = quoted(name) + " is an address, not an SRV name";
+    return std::nullopt;
+  }
+  return name;
 }
 
 std::optional<Address> parseNameserver(std::string_view text, std::string* error) {

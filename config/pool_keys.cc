@@ -389,8 +389,27 @@ const std::array kPoolKeys = {
         },
     },
     PoolKey{
+        .name = "servers_srv", .type = "name", .origin = KeyOrigin::Mcring,
+        .meaning = "Discovery from SRV records (`_memcache._tcp.example.com`): each record's "
+                   "target's addresses are servers `address:port` with the record's port and "
+                   "weight (0 counts as 1; priorities are ignored: every record is a server). "
+                   "Instead of `servers` and `servers_dns`.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("an SRV name such as '_memcache._tcp.example.com'");
+          if (!text) {
+            return;
+          }
+          std::string error;
+          if (auto name = parseSrvName(*text, &error)) {
+            p.servers_srv = *name;
+          } else {
+            v.error(error);
+          }
+        },
+    },
+    PoolKey{
         .name = "dns_resolver", .type = "address", .origin = KeyOrigin::Mcring,
-        .meaning = "The DNS server `servers_dns` asks: an IP address with an optional port "
+        .meaning = "The DNS server `servers_dns` or `servers_srv` asks: an IP address with an optional port "
                    "(`10.0.0.10:53`, `[fd00::a]:53`). Unset: the nameservers and search domains "
                    "of /etc/resolv.conf.",
         .apply = [](ValueReader& v, PoolConfig& p) {
@@ -408,8 +427,9 @@ const std::array kPoolKeys = {
     },
     PoolKey{
         .name = "dns_interval", .type = "integer (ms)", .origin = KeyOrigin::Mcring,
-        .meaning = "How often `servers_dns` is resolved again, 100 or more. An answer takes at "
-                   "most twice the smaller of this and 2000 ms (two tries).",
+        .meaning = "How often `servers_dns` or `servers_srv` is resolved again, 100 or more. "
+                   "Each query waits for its reply at most the smaller of this and 2000 ms, and "
+                   "is tried twice.",
         .apply = [](ValueReader& v, PoolConfig& p) {
           setNumber(v, p.dns_interval_ms, 100, kIntMax);
         },

@@ -1,5 +1,5 @@
-// Discovery: resolves each discovered pool's name (servers_dns) every dns_interval on the main
-// thread, and keeps what its answers make of the pool's servers (DiscoveredServers).
+// Discovery: resolves each discovered pool's name (servers_dns, servers_srv) every dns_interval on
+// the main thread, and keeps what its answers make of the pool's servers (DiscoveredServers).
 //
 // The Proxy turns a changed list into a reload of the config in force with that list (source
 // `dns`): the same validation, diff, membership event and warm-up as a file reload. A pool is
@@ -42,7 +42,10 @@ class Discovery {
  private:
   struct Pool {
     std::string name;
-    config::Address target;
+    std::string what;                         // "servers_dns name:port" or "servers_srv name"
+    config::Address target;                   // servers_dns
+    std::string srv;                          // servers_srv
+    std::map<std::string, uint32_t> weights;  // SRV weights by identity (else 1)
     std::unique_ptr<net::DnsResolver> resolver;
     std::unique_ptr<net::Timer> timer;
     DiscoveredServers servers;
@@ -55,6 +58,9 @@ class Discovery {
   static std::string keyOf(const config::PoolConfig& pool);
   void resolve(const std::string& key);
   void onAnswer(const std::string& key, net::DnsAnswer answer);
+  void onSrvAnswer(const std::string& key, net::SrvAnswer answer);
+  void onResult(const std::string& key, bool ok, std::vector<std::string> identities,
+                std::map<std::string, uint32_t> weights, const std::string& error);
   void notify(const std::string& pool, bool changed);
 
   net::EventLoop& loop_;

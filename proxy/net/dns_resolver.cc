@@ -1,27 +1,40 @@
-// DnsResolver over evdns: one evdns_base per resolver, an A and an AAAA query per resolution.
+// DnsResolver over evdns: one evdns_base per resolver, an A and an AAAA query per name.
 #include "proxy/net/dns_resolver.h"
 
 #include <arpa/inet.h>
 #include <event2/dns.h>
+#include <event2/util.h>
 #include <netinet/in.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <tuple>
 
 #include "proxy/net/event_loop.h"
 
 namespace mcring::net {
 
-// One resolution: both queries' callbacks point at it; the second to come back frees it.
+// One resolution: every evdns callback points at a Part of it; the last to come back frees it.
 // `owner` is cleared when the resolver goes first (evdns_base_free fails what is in flight, and
 // those callbacks may still run afterwards).
 struct DnsResolver::Query {
   DnsResolver* owner = nullptr;
   Callback done;
-  int left = 2;
-  std::vector<std::string> addresses;
-  std::string failure;  // the first query that failed (not counting NODATA)
-  std::string absent;   // why a query had no addresses (NXDOMAIN, NODATA)
+  SrvCallback srv_done;
+  int left = 0;
+  std::vector<std::string> addresses;  // a plain resolution's
+  struct Target {
+    SrvRecord record;
+    std::vector<std::string> addresses;
+  };
+  std::vector<Target> targets;  // an SRV resolution's
+  std::string failure;          // the first query that failed (not counting NODATA)
+  std::string absent;           // why a query had no addresses (NXDOMAIN, NODATA)
+};
+
+struct DnsResolver::Part {
+  Query* query;
+  int index;  // into targets; -1 for a plain resolution
 };
 
 std::unique_ptr<DnsResolver> DnsResolver::create(EventLoop& loop, const std::string& nameserver,
@@ -38,10 +51,22 @@ std::unique_ptr<DnsResolver> DnsResolver::create(EventLoop& loop, const std::str
                                 : "cannot create a DNS resolver";
     return nullptr;
   }
-  if (!nameserver.empty() && evdns_base_nameserver_ip_add(base, nameserver.c_str()) != 0) {
+  sockaddr_storage ss{};
+  int length = sizeof(ss);
+  bool usable = nameserver.empty()
+                    ? evdns_base_get_nameserver_addr(base, 0, reinterpret_cast<sockaddr*>(&ss),
+                                                     sizeof(ss)) > 0
+                    : evutil_parse_sockaddr_port(nameserver.c_str(),
+                                                 reinterpret_cast<sockaddr*>(&ss), &length) == 0 &&
+                          evdns_base_nameserver_ip_add(base, nameserver.c_str()) == 0;
+  if (!usable) {
     evdns_base_free(base, 0);
-    *error = "cannot use nameserver '" + nameserver + "'";
+    *error = nameserver.empty() ? "no nameserver in /etc/resolv.conf"
+                                : "cannot use nameserver '" + nameserver + "'";
     return nullptr;
+  }
+  if (nameserver.empty()) {
+    length = ss.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
   }
   // After resolv.conf, so that its `options timeout:` (seconds) do not stretch a resolution
   // past the interval it is repeated at.
@@ -49,14 +74,34 @@ std::unique_ptr<DnsResolver> DnsResolver::create(EventLoop& loop, const std::str
   snprintf(timeout, sizeof(timeout), "%.3f", timeout_ms / 1000.0);
   evdns_base_set_option(base, "timeout:", timeout);
   evdns_base_set_option(base, "attempts:", "2");
-  return std::unique_ptr<DnsResolver>(new DnsResolver(base));
+  std::unique_ptr<DnsResolver> r(new DnsResolver(loop, base, timeout_ms));
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&ss);
+  r->nameserver_.assign(bytes, bytes + length);
+  return r;
 }
 
 DnsResolver::~DnsResolver() {
-  if (query_ != nullptr) {
+  srv_.reset();  // an SRV query still out calls nothing now
+  if (query_ != nullptr && query_->left == 0) {
+    delete query_;  // no evdns query refers to it (its SRV query was still out)
+  } else if (query_ != nullptr) {
     query_->owner = nullptr;
   }
   evdns_base_free(base_, /*fail_requests=*/1);
+}
+
+void DnsResolver::ask(Query* q, const std::string& name, int index) {
+  q->left += 2;
+  if (evdns_base_resolve_ipv4(base_, name.c_str(), 0, &DnsResolver::onReply, new Part{q, index}) ==
+      nullptr) {
+    q->failure = q->failure.empty() ? "cannot start the A query" : q->failure;
+    --q->left;  // (the Part leaks: only when evdns is out of memory)
+  }
+  if (evdns_base_resolve_ipv6(base_, name.c_str(), 0, &DnsResolver::onReply, new Part{q, index}) ==
+      nullptr) {
+    q->failure = q->failure.empty() ? "cannot start the AAAA query" : q->failure;
+    --q->left;
+  }
 }
 
 bool DnsResolver::resolve(const std::string& name, Callback done) {
@@ -67,14 +112,7 @@ bool DnsResolver::resolve(const std::string& name, Callback done) {
   q->owner = this;
   q->done = std::move(done);
   query_ = q;
-  if (evdns_base_resolve_ipv4(base_, name.c_str(), 0, &DnsResolver::onReply, q) == nullptr) {
-    q->failure = "cannot start the A query";
-    --q->left;
-  }
-  if (evdns_base_resolve_ipv6(base_, name.c_str(), 0, &DnsResolver::onReply, q) == nullptr) {
-    q->failure = q->failure.empty() ? "cannot start the AAAA query" : q->failure;
-    --q->left;
-  }
+  ask(q, name, -1);
   if (q->left == 0) {  // neither started (out of memory): nothing to wait for
     query_ = nullptr;
     delete q;
@@ -83,8 +121,46 @@ bool DnsResolver::resolve(const std::string& name, Callback done) {
   return true;
 }
 
+bool DnsResolver::resolveSrv(const std::string& name, SrvCallback done) {
+  if (query_ != nullptr) {
+    return false;
+  }
+  auto* q = new Query;
+  q->owner = this;
+  q->srv_done = std::move(done);
+  query_ = q;
+  srv_ = std::make_unique<SrvQuery>(loop_, nameserver_.data(), static_cast<int>(nameserver_.size()),
+                                    timeout_ms_);
+  srv_->start(name, [this](bool ok, std::vector<SrvRecord> records, std::string error) {
+    onSrv(ok, std::move(records), std::move(error));
+  });
+  return true;
+}
+
+void DnsResolver::onSrv(bool ok, std::vector<SrvRecord> records, std::string error) {
+  Query* q = query_;
+  if (!ok) {
+    q->failure = std::move(error);
+    finish(q);
+    return;
+  }
+  for (SrvRecord& r : records) {
+    q->targets.push_back({std::move(r), {}});
+  }
+  for (size_t i = 0; i < q->targets.size(); ++i) {
+    ask(q, q->targets[i].record.target, static_cast<int>(i));
+  }
+  if (q->left == 0) {
+    finish(q);
+  }
+}
+
 void DnsResolver::onReply(int result, char type, int count, int, void* addresses, void* arg) {
-  auto* q = static_cast<Query*>(arg);
+  auto* part = static_cast<Part*>(arg);
+  Query* q = part->query;
+  const int index = part->index;
+  delete part;
+  std::vector<std::string>& into = index < 0 ? q->addresses : q->targets[index].addresses;
   if (result == DNS_ERR_NONE && count > 0) {
     char text[INET6_ADDRSTRLEN];
     for (int i = 0; i < count; ++i) {
@@ -92,7 +168,7 @@ void DnsResolver::onReply(int result, char type, int count, int, void* addresses
                             ? static_cast<const void*>(static_cast<const uint32_t*>(addresses) + i)
                             : static_cast<const void*>(static_cast<const in6_addr*>(addresses) + i);
       if (inet_ntop(type == DNS_IPv4_A ? AF_INET : AF_INET6, one, text, sizeof(text)) != nullptr) {
-        q->addresses.emplace_back(text);
+        into.emplace_back(text);
       }
     }
   } else if (result == DNS_ERR_NONE || result == DNS_ERR_NODATA) {
@@ -115,6 +191,33 @@ void DnsResolver::onReply(int result, char type, int count, int, void* addresses
 
 void DnsResolver::finish(Query* q) {
   query_ = nullptr;
+  if (q->srv_done) {
+    SrvAnswer answer;
+    for (const Query::Target& t : q->targets) {
+      if (t.addresses.empty() && q->failure.empty()) {
+        q->failure = "SRV target " + t.record.target + " has no address";
+      }
+      for (const std::string& a : t.addresses) {
+        answer.servers.push_back({a, t.record.port, t.record.weight, t.record.target});
+      }
+    }
+    auto key = [](const SrvServer& s) { return std::tie(s.address, s.port); };
+    std::stable_sort(answer.servers.begin(), answer.servers.end(),
+                     [&](const SrvServer& a, const SrvServer& b) { return key(a) < key(b); });
+    answer.servers.erase(
+        std::unique(answer.servers.begin(), answer.servers.end(),
+                    [&](const SrvServer& a, const SrvServer& b) { return key(a) == key(b); }),
+        answer.servers.end());
+    answer.ok = q->failure.empty() && !answer.servers.empty();
+    answer.error = answer.ok ? "" : q->failure.empty() ? "no addresses" : q->failure;
+    if (!answer.ok) {
+      answer.servers.clear();
+    }
+    SrvCallback done = std::move(q->srv_done);
+    delete q;
+    done(std::move(answer));  // last: it may destroy this resolver
+    return;
+  }
   DnsAnswer answer;
   std::sort(q->addresses.begin(), q->addresses.end());
   q->addresses.erase(std::unique(q->addresses.begin(), q->addresses.end()), q->addresses.end());

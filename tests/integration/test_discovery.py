@@ -76,8 +76,9 @@ def await_true(pred, timeout, what, step=0.01):
 class Dnsmasq:
     """dnsmasq on a free loopback port, authoritative for *.test from a hosts file."""
 
-    def __init__(self, tmpdir, addresses):
-        self.others = {}  # further names: {name: [addresses]}
+    def __init__(self, tmpdir, addresses, others=None, extra_args=()):
+        self.others = dict(others or {})  # further names: {name: [addresses]}
+        self.extra_args = list(extra_args)
         self.hosts = os.path.join(tmpdir, "dns-hosts")
         self.log = os.path.join(tmpdir, "dnsmasq.log")
         self.proc = None
@@ -103,7 +104,8 @@ class Dnsmasq:
                                "--port=%d" % p, "--listen-address=127.0.0.1", "--bind-interfaces",
                                "--no-resolv", "--no-hosts", "--addn-hosts=" + self.hosts,
                                "--local=/test/", "--local-ttl=0", "--user=root",
-                               "--pid-file=", "--log-queries", "--log-facility=" + self.log],
+                               "--pid-file=", "--log-queries", "--log-facility=" + self.log]
+                              + self.extra_args,
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL)
             deadline = time.monotonic() + 5
@@ -125,7 +127,10 @@ class Dnsmasq:
         """Rewrites the hosts file, SIGHUPs dnsmasq, and waits until it answers the new list."""
         self.write(addresses)
         self.proc.send_signal(signal.SIGHUP)
-        await_true(lambda: self.answer() == self.addresses, 5, "dnsmasq to answer %s" % addresses)
+        for name, want in [(NAME, self.addresses)] + list(self.others.items()):
+            if want:
+                await_true(lambda: (dns_query(self.port, name) or (0, None))[1] == sorted(want),
+                           5, "dnsmasq to answer %s for %s" % (want, name))
 
     def answers(self):
         """mcring's resolutions so far (its AAAA queries: the tests' checks ask A only)."""
@@ -146,14 +151,16 @@ class Dnsmasq:
 class DiscoveredMcring(Mcring):
     """mcring whose one pool finds its servers as NAME:mc_port through the given DNS server."""
 
-    def __init__(self, tmpdir, dns_port, mc_port, interval_ms, remove_after, extra=None):
-        self.dns_port, self.mc_port = dns_port, mc_port
+    def __init__(self, tmpdir, dns_port, mc_port, interval_ms, remove_after, extra=None,
+                 srv=None):
+        self.dns_port, self.mc_port, self.srv = dns_port, mc_port, srv
         self.interval_ms, self.remove_after = interval_ms, remove_after
         super().__init__([], tmpdir, extra=extra)
 
     def write_config(self, port):
         lines = ["alpha:", "  listen: %s:%d" % (HOST, port), "  hash: murmur",
                  "  distribution: ketama", "  timeout: 1000",
+                 ("  servers_srv: %s" % self.srv) if self.srv else
                  "  servers_dns: %s:%d" % (NAME, self.mc_port),
                  "  dns_resolver: 127.0.0.1:%d" % self.dns_port,
                  "  dns_interval: %d" % self.interval_ms,
@@ -190,11 +197,12 @@ class DiscoveryCase(IntegrationCase):
         for b in backends:
             self.addCleanup(b.stop)
 
-    def start(self, addresses, interval_ms=200, remove_after=3, extra=None):
-        self.dns = Dnsmasq(self.tmp, addresses)
+    def start(self, addresses, interval_ms=200, remove_after=3, extra=None, srv=None,
+              others=None, dns_args=()):
+        self.dns = Dnsmasq(self.tmp, addresses, others, dns_args)
         self.addCleanup(self.dns.stop)
         self.mc = DiscoveredMcring(self.tmp, self.dns.port, self.mc_port, interval_ms,
-                                   remove_after, extra)
+                                   remove_after, extra, srv)
         self.addCleanup(self.mc.stop)
         self.dump_log_on_failure(self.mc)
 
@@ -376,6 +384,33 @@ class DiscoveryCase(IntegrationCase):
         on = {a: len(self.backends[a].get_many(self.KEYS[:100])) for a in ADDRS}
         self.assertEqual(on["127.0.0.2"] + on["127.0.0.3"], 0, on)
         self.assertEqual(on["127.0.0.4"] + on["127.0.0.5"], 100, on)
+
+    def test_srv_records_give_servers_ports_and_weights(self):
+        srv = "_memcache._tcp.mcring.test"
+        self.start([], srv=srv, remove_after=2,
+                   others={"mc-a.mcring.test": ["127.0.0.2"], "mc-b.mcring.test": ["127.0.0.3"]},
+                   dns_args=["--srv-host=%s,mc-a.mcring.test,%d,0,3" % (srv, self.mc_port),
+                             "--srv-host=%s,mc-b.mcring.test,%d,0,1" % (srv, self.mc_port)])
+        self.assertTrue(self.log_has(r"servers_srv %s: added 127\.0\.0\.2:%d 127\.0\.0\.3:%d"
+                                     % (re.escape(srv), self.mc_port, self.mc_port)))
+        first = self.holders()
+        # A target's address changes (its hosts entry): the new one joins, the old one leaves
+        # after dns_remove_after answers, as for servers_dns.
+        self.dns.others["mc-b.mcring.test"] = ["127.0.0.4"]
+        self.dns.set([])
+        recs = await_true(lambda: len(self.dns_reloads()) >= 2 and self.dns_reloads(), 5,
+                          "the SRV target's move")
+        after = self.holders()
+        print("\n  SRV (weights 3 and 1): keys on 127.0.0.2/3: %d/%d; target mc-b moved to "
+              "127.0.0.4: %s; then keys on 127.0.0.2/3/4: %d/%d/%d"
+              % (first["127.0.0.2"], first["127.0.0.3"], "; ".join(r["diff"] for r in recs),
+                 after["127.0.0.2"], after["127.0.0.3"], after["127.0.0.4"]))
+        self.assertGreater(first["127.0.0.3"], 0)
+        self.assertGreater(first["127.0.0.2"], 2 * first["127.0.0.3"])  # weight 3 against 1
+        self.assertIn("+servers 1 (127.0.0.4:%d)" % self.mc_port, recs[0]["diff"])
+        self.assertIn("-servers 1 (127.0.0.3:%d)" % self.mc_port, recs[1]["diff"])
+        self.assertEqual(after["127.0.0.3"], 0)
+        self.assertGreater(after["127.0.0.2"], 2 * after["127.0.0.4"])
 
     def test_first_answer_needed_to_start(self):
         self.dns = Dnsmasq(self.tmp, ADDRS[:1])

@@ -44,6 +44,29 @@ TEST_CASE("servers_dns replaces servers; the dns_ keys set their fields") {
   CHECK(v6.config->pools.at(0).dns_remove_after == 3u);
 }
 
+TEST_CASE("servers_srv sets its field; exclusive with servers and servers_dns") {
+  LoadResult r = loadConfigString(
+      "p:\n  listen: 127.0.0.1:22122\n  servers_srv: _memcache._tcp.mc.example.com\n"
+      "  dns_interval: 300\n",
+      "t.yml");
+  REQUIRE(r.ok());
+  CHECK(r.config->pools.at(0).discovered());
+  CHECK(r.config->pools.at(0).servers_srv == "_memcache._tcp.mc.example.com");
+  CHECK_FALSE(r.config->pools.at(0).servers_dns.has_value());
+  CHECK(
+      errorsOf("p:\n  listen: 127.0.0.1:1\n  servers_dns: mc.test:1\n"
+               "  servers_srv: _memcache._tcp.mc.test\n") ==
+      std::vector<std::string>{"t.yml:4:3: pool 'p': 'servers_srv' and 'servers_dns' (line 3) are "
+                               "exclusive: choose one"});
+  CHECK(errorsOf("p:\n  listen: 127.0.0.1:1\n  servers_srv: _memcache._tcp.mc.test\n"
+                 "  servers: [127.0.0.1:2:1]\n") ==
+        std::vector<std::string>{"t.yml:4:3: pool 'p': 'servers' and 'servers_srv' (line 3) are "
+                                 "exclusive: a discovered pool's servers are its DNS answer"});
+  CHECK(errorsOf("p:\n  listen: 127.0.0.1:1\n  servers_srv: mc.test:11211\n") ==
+        std::vector<std::string>{"t.yml:3:16: pool 'p': servers_srv: expected an SRV name such as "
+                                 "'_memcache._tcp.example.com', got 'mc.test:11211'"});
+}
+
 TEST_CASE("servers_dns: errors at their line and column") {
   CHECK(errorsOf("p:\n  listen: 127.0.0.1:1\n  servers_dns: mc.test:11211\n"
                  "  servers: [127.0.0.1:2:1]\n") ==
@@ -70,7 +93,8 @@ TEST_CASE("servers_dns: errors at their line and column") {
             "t.yml:4:21: pool 'p': dns_remove_after: 0 is out of range 1..1000"});
   CHECK(errorsOf("p:\n  listen: 127.0.0.1:1\n  dns_interval: 200\n  servers: [127.0.0.1:2:1]\n") ==
         std::vector<std::string>{
-            "t.yml:3:3: pool 'p': 'dns_interval' tunes discovery and needs 'servers_dns'"});
+            "t.yml:3:3: pool 'p': 'dns_interval' tunes discovery and needs 'servers_dns' or "
+            "'servers_srv'"});
   // Neither: still the missing `servers` error.
   CHECK(errorsOf("p:\n  listen: 127.0.0.1:1\n") ==
         std::vector<std::string>{"t.yml:1:1: pool 'p': missing required key 'servers'"});

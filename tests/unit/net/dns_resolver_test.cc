@@ -189,6 +189,96 @@ TEST_CASE("a resolver destroyed with a resolution in flight calls nothing") {
   CHECK_FALSE(called);
 }
 
+std::string srvData(uint16_t priority, uint16_t weight, uint16_t port, const std::string& target) {
+  std::string d{static_cast<char>(priority >> 8), static_cast<char>(priority),
+                static_cast<char>(weight >> 8),   static_cast<char>(weight),
+                static_cast<char>(port >> 8),     static_cast<char>(port)};
+  size_t begin = 0;
+  while (begin < target.size()) {
+    size_t dot = target.find('.', begin);
+    size_t end = dot == std::string::npos ? target.size() : dot;
+    d += static_cast<char>(end - begin);
+    d += target.substr(begin, end - begin);
+    begin = end + 1;
+  }
+  return d + '\0';
+}
+
+std::optional<mcring::net::SrvAnswer> resolveSrvAt(const std::string& server) {
+  EventLoop loop;
+  std::string error;
+  auto resolver = DnsResolver::create(loop, server, 200, &error);
+  REQUIRE_MESSAGE(resolver, error);
+  std::optional<mcring::net::SrvAnswer> got;
+  REQUIRE(resolver->resolveSrv("_memcache._tcp.example.test", [&](mcring::net::SrvAnswer a) {
+    got = std::move(a);
+    loop.stop();
+  }));
+  Timer guard(loop, [&] { loop.stop(); });
+  guard.start(5000);
+  loop.run();
+  return got;
+}
+
+TEST_CASE("SRV: each target's addresses with the record's port and weight") {
+  FakeDns dns([](int qtype) {
+    if (qtype == 33) {
+      return Reply{
+          0, {srvData(0, 3, 11211, "a.example.test"), srvData(0, 1, 11212, "b.example.test")}};
+    }
+    return qtype == 1 ? Reply{0, {v4(10, 0, 0, 1)}} : Reply{};
+  });
+  auto a = resolveSrvAt(dns.address());
+  REQUIRE(a);
+  REQUIRE_MESSAGE(a->ok, a->error);
+  REQUIRE(a->servers.size() == 2);
+  CHECK(a->servers[0].address == "10.0.0.1");
+  CHECK(a->servers[0].port == 11211);
+  CHECK(a->servers[0].weight == 3);
+  CHECK(a->servers[0].target == "a.example.test");
+  CHECK(a->servers[1].port == 11212);
+  CHECK(a->servers[1].weight == 1);
+}
+
+TEST_CASE("SRV: NXDOMAIN, no records, a target without an address are failures") {
+  FakeDns nx([](int) { return Reply{3, {}}; });
+  auto a = resolveSrvAt(nx.address());
+  REQUIRE(a);
+  CHECK_FALSE(a->ok);
+  CHECK(a->error == "no such name (NXDOMAIN)");
+  FakeDns none([](int) { return Reply{}; });
+  auto b = resolveSrvAt(none.address());
+  REQUIRE(b);
+  CHECK_FALSE(b->ok);
+  CHECK(b->error == "no SRV records");
+  FakeDns lost([](int qtype) {
+    return qtype == 33 ? Reply{0, {srvData(0, 1, 11211, "gone.example.test")}} : Reply{3, {}};
+  });
+  auto c = resolveSrvAt(lost.address());
+  REQUIRE(c);
+  CHECK_FALSE(c->ok);
+  CHECK(c->servers.empty());
+}
+
+TEST_CASE("SRV: a silent server times out; destroyed in flight calls nothing") {
+  FakeDns silent([](int) { return Reply{0, {}, true}; });
+  auto a = resolveSrvAt(silent.address());
+  REQUIRE(a);
+  CHECK_FALSE(a->ok);
+  CHECK(a->error == "request timed out");
+  EventLoop loop;
+  std::string error;
+  auto resolver = DnsResolver::create(loop, silent.address(), 100, &error);
+  bool called = false;
+  REQUIRE(
+      resolver->resolveSrv("_x._tcp.example.test", [&](mcring::net::SrvAnswer) { called = true; }));
+  resolver.reset();
+  Timer done(loop, [&] { loop.stop(); });
+  done.start(300);
+  loop.run();
+  CHECK_FALSE(called);
+}
+
 TEST_CASE("a nameserver that is not an address is refused") {
   EventLoop loop;
   std::string error;
