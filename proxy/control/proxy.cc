@@ -356,11 +356,10 @@ void Proxy::recordFailure(ReloadRecord record, std::string error) {
 void Proxy::apply(config::Config next_config, const char* source) {
   ReloadRecord record;
   record.source = source;
-  config::Config* loaded = &next_config;
   // Ejections stand across a reload only for servers (and pools) that still eject.
   for (auto it = ejected_.begin(); it != ejected_.end();) {
     bool keep = false;
-    for (const auto& p : loaded->pools) {
+    for (const auto& p : next_config.pools) {
       if (p.name == it->first.first && p.auto_eject_hosts) {
         for (const auto& sc : p.servers) {
           keep = keep || sc.identity() == it->first.second;
@@ -370,9 +369,9 @@ void Proxy::apply(config::Config next_config, const char* source) {
     it = keep ? std::next(it) : ejected_.erase(it);
   }
   std::vector<std::string> errors;
-  auto next = buildEffective(*loaded, generation_ + 1, &errors);
+  auto next = buildEffective(next_config, generation_ + 1, &errors);
   // Certificates and keys are re-read here: a bad one rejects the reload, the old keep serving.
-  std::shared_ptr<const PoolTlsMap> next_tls = next ? buildPoolTls(*loaded, &errors) : nullptr;
+  std::shared_ptr<const PoolTlsMap> next_tls = next ? buildPoolTls(next_config, &errors) : nullptr;
   if (!next || !next_tls) {
     std::string all;
     for (const auto& e : errors) {
@@ -385,7 +384,7 @@ void Proxy::apply(config::Config next_config, const char* source) {
     recordFailure(std::move(record), "cannot open the new listeners (see above)");
     return;
   }
-  config::ConfigDiff diff = config::diffConfigs(*config_, *loaded);
+  config::ConfigDiff diff = config::diffConfigs(*config_, next_config);
   ++generation_;
   std::set<std::pair<std::string, std::string>> still_ejected;
   for (const auto& [key, e] : ejected_) {
@@ -397,7 +396,7 @@ void Proxy::apply(config::Config next_config, const char* source) {
   tls_ = next_tls;
   poller_->setTopology(next, tls_);
   reporter_.setTopology(next);
-  config_ = std::make_shared<const config::Config>(std::move(*loaded));
+  config_ = std::make_shared<const config::Config>(std::move(next_config));
   discovery_->retain(*config_);
   if (watch_event_) {
     watchReferencedFiles();
