@@ -165,6 +165,20 @@ struct PoolConfig {
   bool return_flush = true;
   uint32_t return_window_ms = 30000;
 
+  // Discovery (docs/configuration.md, "Discovery"): the servers are the addresses a DNS name
+  // resolves to (A and AAAA), each `address:port` with weight 1, re-resolved every
+  // dns_interval_ms on the main thread. `servers` is then empty as loaded; control fills it
+  // from the last good answer before the config is built into a snapshot.
+  std::optional<Address> servers_dns;  // host: the name; port: the servers' port
+  // ...or an SRV name ("_memcache._tcp.example.com"): each record's target's addresses, with the
+  // record's port and weight. "" = none.
+  std::string servers_srv;
+  std::optional<Address> dns_resolver;  // an IP address and port; unset: the system's resolv.conf
+  uint32_t dns_interval_ms = 5000;
+  // A server missing from this many consecutive answers leaves the pool.
+  uint32_t dns_remove_after = 3;
+  bool discovered() const { return servers_dns.has_value() || !servers_srv.empty(); }
+
   // Routes: this pool is a front listener whose keys go to other pools (then it has no
   // servers of its own). Empty: the pool serves its own servers, as in twemproxy.
   std::vector<RouteConfig> routes;

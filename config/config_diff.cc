@@ -171,6 +171,15 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
             str(b.client_request_timeout_ms));
   keyChange(&k, "tls_handshake_timeout", str(a.tls_handshake_timeout_ms),
             str(b.tls_handshake_timeout_ms));
+  auto showOptional = [](const std::optional<Address>& x) {
+    return x ? x->toString() : std::string("none");
+  };
+  keyChange(&k, "servers_dns", showOptional(a.servers_dns), showOptional(b.servers_dns));
+  keyChange(&k, "servers_srv", a.servers_srv.empty() ? "none" : a.servers_srv,
+            b.servers_srv.empty() ? "none" : b.servers_srv);
+  keyChange(&k, "dns_resolver", showOptional(a.dns_resolver), showOptional(b.dns_resolver));
+  keyChange(&k, "dns_interval", str(a.dns_interval_ms), str(b.dns_interval_ms));
+  keyChange(&k, "dns_remove_after", str(a.dns_remove_after), str(b.dns_remove_after));
   keyChange(&k, "warmup_window", str(a.warmup_window_ms), str(b.warmup_window_ms));
   keyChange(&k, "warmup_max_inflight", str(a.warmup_max_inflight), str(b.warmup_max_inflight));
   keyChange(&k, "hot_keys", str(a.hot_keys), str(b.hot_keys));

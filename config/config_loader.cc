@@ -370,7 +370,9 @@ class Loader {
     pool.config.listens = pool.key_marks.contains("listen");
     for (const PoolKey& k : poolKeys()) {
       // A pool with routes has no servers of its own: its routes' pools have them.
-      bool exempt = has_routes && k.name == "servers";
+      bool exempt = (has_routes || pool.key_marks.contains("servers_dns") ||
+                     pool.key_marks.contains("servers_srv")) &&
+                    k.name == "servers";
       if (k.required && !exempt && !pool.key_marks.contains(k.name)) {
         diagnostics_.add(mark, context, "missing required key " + quoted(k.name));
       }
@@ -378,8 +380,10 @@ class Loader {
     if (has_routes) {
       checkRoutedPool(pool, context);
     }
+    checkDiscovery(pool, context);
     if (diagnostics_.count() == pool.errors_before) {
-      if (!has_routes) {
+      // A discovered pool's servers come with its first answer, which is built then.
+      if (!has_routes && !pool.config.discovered()) {
         checkRouting(pool, context);
       }
       checkReplication(pool, context);
@@ -441,6 +445,43 @@ class Loader {
       diagnostics_.add(servers->second, context,
                        "a pool with routes has no servers of its own (its routes' pools have "
                        "them): remove 'servers' or 'routes'");
+    }
+  }
+
+  // servers_dns replaces servers (an answer is the whole list; a static list beside it would
+  // make "missing from the answer" ambiguous), and the dns_ keys only tune it.
+  void checkDiscovery(const LoadedPool& pool, const std::string& context) {
+    const auto& marks = pool.key_marks;
+    auto dns = marks.find("servers_dns");
+    if (dns == marks.end()) {
+      dns = marks.find("servers_srv");
+    }
+    if (dns == marks.end()) {
+      for (std::string_view key : {"dns_resolver", "dns_interval", "dns_remove_after"}) {
+        if (auto it = marks.find(key); it != marks.end()) {
+          diagnostics_.add(
+              it->second, context,
+              quoted(key) + " tunes discovery and needs 'servers_dns' or 'servers_srv'");
+        }
+      }
+      return;
+    }
+    const std::string& which = dns->first;
+    if (auto srv = marks.find("servers_srv"); which == "servers_dns" && srv != marks.end()) {
+      diagnostics_.add(srv->second, context,
+                       "'servers_srv' and 'servers_dns' (line " + std::to_string(dns->second.line) +
+                           ") are exclusive: choose one");
+    }
+    if (auto servers = marks.find("servers"); servers != marks.end()) {
+      diagnostics_.add(servers->second, context,
+                       "'servers' and " + quoted(which) + " (line " +
+                           std::to_string(dns->second.line) +
+                           ") are exclusive: a discovered pool's servers are its DNS answer");
+    }
+    if (marks.contains("routes")) {
+      diagnostics_.add(
+          dns->second, context,
+          "a pool with routes has no servers of its own: remove " + quoted(which) + " or 'routes'");
     }
   }
 

@@ -1,6 +1,9 @@
 // Parsers for the scalar forms config values take (see parse.h).
 #include "config/parse.h"
 
+#include <arpa/inet.h>
+
+#include <cctype>
 #include <charconv>
 #include <limits>
 
@@ -304,6 +307,74 @@ std::optional<ServerConfig> parseServer(std::string_view text, std::string* erro
   }
   server.spec.weight = static_cast<uint32_t>(*weight);
   return server;
+}
+
+namespace {
+
+bool isIpAddress(const std::string& host) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+}  // namespace
+
+std::optional<Address> parseDnsTarget(std::string_view text, std::string* error) {
+  Address a;
+  if (text.find(':') == std::string_view::npos) {
+    *error = "expected 'name:port' (the servers' port), got " + quoted(text);
+    return std::nullopt;
+  }
+  if (!parseHostPort(text, &a.host, &a.port, error)) {
+    return std::nullopt;
+  }
+  if (isIpAddress(a.host)) {
+    *error = quoted(a.host) + " is an address, not a DNS name: list it under 'servers' as '" +
+             a.toString() + ":1'";
+    return std::nullopt;
+  }
+  if (a.host.size() > 253 || a.host.find(':') != std::string::npos ||
+      a.host.find("..") != std::string::npos || a.host.front() == '.') {
+    *error = "invalid DNS name " + quoted(a.host);
+    return std::nullopt;
+  }
+  return a;
+}
+
+std::optional<std::string> parseSrvName(std::string_view text, std::string* error) {
+  std::string name(text);
+  bool chars = !name.empty() && name.size() <= 253;
+  for (char c : name) {
+    chars =
+        chars && (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_');
+  }
+  if (!chars || name.front() == '.' || name.find("..") != std::string::npos) {
+    *error = "expected an SRV name such as '_memcache._tcp.example.com', got " + quoted(text);
+    return std::nullopt;
+  }
+  if (isIpAddress(name)) {
+    *error = quoted(name) + " is an address, not an SRV name";
+    return std::nullopt;
+  }
+  return name;
+}
+
+std::optional<Address> parseNameserver(std::string_view text, std::string* error) {
+  Address a;
+  std::string host(text);
+  if (isIpAddress(host)) {  // an address alone (an IPv6 one has colons of its own)
+    a.host = host;
+    a.port = 53;
+    return a;
+  }
+  if (!parseHostPort(text, &a.host, &a.port, error)) {
+    return std::nullopt;
+  }
+  if (!isIpAddress(a.host)) {
+    *error =
+        "the resolver must be an IP address ('127.0.0.1:53', '[::1]:53'), got " + quoted(a.host);
+    return std::nullopt;
+  }
+  return a;
 }
 
 }  // namespace mcring::config

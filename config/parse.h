@@ -35,6 +35,16 @@ std::optional<Address> parseListenAddress(std::string_view text, std::string* er
 // Fills address, spec and tls; leaves mark alone.
 std::optional<ServerConfig> parseServer(std::string_view text, std::string* error);
 
+// servers_dns: "name:port", a DNS name (not an IP address: that is a `servers` entry).
+std::optional<Address> parseDnsTarget(std::string_view text, std::string* error);
+
+// servers_srv: an SRV name, "_service._proto.name" (no port: each record has its own).
+std::optional<std::string> parseSrvName(std::string_view text, std::string* error);
+
+// dns_resolver: "address:port", "[v6]:port" or an address alone (port 53). An IP address: the
+// resolver of names cannot itself be found by name.
+std::optional<Address> parseNameserver(std::string_view text, std::string* error);
+
 // Server weights: twemproxy parses them as a positive C int.
 inline constexpr uint64_t kMaxWeight = 2147483647;
 

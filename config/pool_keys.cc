@@ -359,7 +359,7 @@ const std::array kPoolKeys = {
                    "twemproxy); the name, when given, replaces `host:port` in the ketama ring, so "
                    "a server can move without moving its keys. No two entries may share "
                    "`host:port` or a name. Not with `routes` (a routed pool's servers are its "
-                   "routes' pools').",
+                   "routes' pools'), nor with `servers_dns` (required unless that is given).",
         .apply = &setServers,
     },
     PoolKey{
@@ -368,6 +368,82 @@ const std::array kPoolKeys = {
                    "[Routes](#routes)): then it has `listen` and no `servers`; its client-side "
                    "keys govern its clients, the routes' pools' server-side keys their servers.",
         .apply = &setRoutes,
+    },
+    PoolKey{
+        .name = "servers_dns", .type = "name:port", .origin = KeyOrigin::Mcring,
+        .meaning = "Discovery (see [Discovery](#discovery)): the pool's servers are the addresses "
+                   "this DNS name resolves to (A and AAAA records), each a server "
+                   "`address:port` with weight 1, exactly as the same `servers` entry; "
+                   "re-resolved every `dns_interval`. Instead of `servers`.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("a DNS name and the servers' port, 'name:port'");
+          if (!text) {
+            return;
+          }
+          std::string error;
+          if (auto a = parseDnsTarget(*text, &error)) {
+            p.servers_dns = *a;
+          } else {
+            v.error(error);
+          }
+        },
+    },
+    PoolKey{
+        .name = "servers_srv", .type = "name", .origin = KeyOrigin::Mcring,
+        .meaning = "Discovery from SRV records (`_memcache._tcp.example.com`): each record's "
+                   "target's addresses are servers `address:port` with the record's port and "
+                   "weight (0 counts as 1; priorities are ignored: every record is a server). "
+                   "Instead of `servers` and `servers_dns`.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("an SRV name such as '_memcache._tcp.example.com'");
+          if (!text) {
+            return;
+          }
+          std::string error;
+          if (auto name = parseSrvName(*text, &error)) {
+            p.servers_srv = *name;
+          } else {
+            v.error(error);
+          }
+        },
+    },
+    PoolKey{
+        .name = "dns_resolver", .type = "address", .origin = KeyOrigin::Mcring,
+        .meaning = "The DNS server `servers_dns` or `servers_srv` asks: an IP address with an optional port "
+                   "(`10.0.0.10:53`, `[fd00::a]:53`). Unset: the nameservers and search domains "
+                   "of /etc/resolv.conf.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          auto text = v.scalar("an IP address and port, 'address:port'");
+          if (!text) {
+            return;
+          }
+          std::string error;
+          if (auto a = parseNameserver(*text, &error)) {
+            p.dns_resolver = *a;
+          } else {
+            v.error(error);
+          }
+        },
+    },
+    PoolKey{
+        .name = "dns_interval", .type = "integer (ms)", .origin = KeyOrigin::Mcring,
+        .meaning = "How often `servers_dns` or `servers_srv` is resolved again, 100 or more. "
+                   "Each query waits for its reply at most the smaller of this and 2000 ms, and "
+                   "is tried twice.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.dns_interval_ms, 100, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.dns_interval_ms); },
+    },
+    PoolKey{
+        .name = "dns_remove_after", .type = "integer", .origin = KeyOrigin::Mcring,
+        .meaning = "A discovered server leaves the pool once it is missing from this many "
+                   "consecutive answers (1 to 1000), so a flapping record does not move keys "
+                   "back and forth. A new address joins at the first answer that has it.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.dns_remove_after, 1, 1000);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.dns_remove_after); },
     },
     PoolKey{
         .name = "redis", .type = "bool", .origin = KeyOrigin::Twemproxy,

@@ -10,6 +10,7 @@ test_pkgs=(memcached clang-format libmemcached-tools python3 python3-pymemcache 
            libclang-rt-14-dev)
 test_pkgs+=(chromium)  # headless browser of the console test (tests/integration/test_console.py)
 test_pkgs+=(nutcracker)  # bench_compare_smoke: bench/compare.py against twemproxy
+test_pkgs+=(dnsmasq-base)  # test_discovery: a real DNS server on loopback for servers_dns
 bench_pkgs=(gnuplot-nox)
 
 want=()

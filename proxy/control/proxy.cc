@@ -74,6 +74,26 @@ bool Proxy::start() {
     return false;
   }
   std::vector<std::string> errors;
+  // A discovered pool's servers are its first DNS answer: wait for every such pool's first
+  // answer (each takes at most two tries of its timeout), and refuse to start without a good
+  // one, as twemproxy does for a name it cannot resolve (docs/configuration.md, "Discovery").
+  discovery_ = std::make_unique<Discovery>(
+      loop_, [this](const std::string& pool, bool changed) { onDiscovery(pool, changed); });
+  discovery_->add(*loaded.config);
+  if (discovery_->unanswered() > 0) {
+    starting_ = true;
+    net::Timer give_up(loop_, [this] { loop_.stop(); });
+    give_up.start(10000);
+    loop_.run();
+    starting_ = false;
+  }
+  if (!discovery_->fill(*loaded.config, &errors)) {
+    for (const auto& e : errors) {
+      MCRING_LOG(Error, "%s: %s; a discovered pool needs its first DNS answer to start",
+                 options_.config_path.c_str(), e.c_str());
+    }
+    return false;
+  }
   topology_ = config::Topology::build(*loaded.config, ++generation_, &errors);
   if (topology_) {
     tls_ = buildPoolTls(*loaded.config, &errors);
@@ -288,25 +308,17 @@ void Proxy::reload(const char* source) {
   }
   ReloadRecord record;
   record.source = source;
-  auto fail = [&](std::string error) {
-    record.result = ReloadResult::Failed;
-    record.generation = generation_;
-    record.error = std::move(error);
-    uint64_t id = reloads_.add(record);
-    MCRING_LOG(Error, "reload %llu (%s): rejected, generation %llu keeps serving: %s",
-               static_cast<unsigned long long>(id), source,
-               static_cast<unsigned long long>(generation_), record.error.c_str());
-  };
   config::LoadResult loaded = config::loadConfigFile(options_.config_path);
   if (!loaded.ok()) {
     std::string all;
     for (const auto& e : loaded.errors) {
       all += (all.empty() ? "" : "; ") + e.toString();
     }
-    fail(all);
+    recordFailure(std::move(record), all);
     return;
   }
   if (loaded.config->digest == config_->digest) {
+    awaiting_reload_ = false;
     record.result = ReloadResult::Unchanged;
     record.generation = generation_;
     uint64_t id = reloads_.add(record);
@@ -314,10 +326,40 @@ void Proxy::reload(const char* source) {
                source);
     return;
   }
+  // A new discovered pool (or new discovery keys) has no servers until its name answers: the
+  // reload is refused now and made again by that answer (onDiscovery).
+  discovery_->add(*loaded.config);
+  std::vector<std::string> waiting;
+  if (!discovery_->fill(*loaded.config, &waiting)) {
+    std::string all;
+    for (const auto& e : waiting) {
+      all += (all.empty() ? "" : "; ") + options_.config_path + ": " + e;
+    }
+    awaiting_reload_ = true;
+    recordFailure(std::move(record), all + " (reloaded again when it answers)");
+    return;
+  }
+  awaiting_reload_ = false;
+  apply(std::move(*loaded.config), source);
+}
+
+void Proxy::recordFailure(ReloadRecord record, std::string error) {
+  record.result = ReloadResult::Failed;
+  record.generation = generation_;
+  record.error = std::move(error);
+  uint64_t id = reloads_.add(record);
+  MCRING_LOG(Error, "reload %llu (%s): rejected, generation %llu keeps serving: %s",
+             static_cast<unsigned long long>(id), record.source.c_str(),
+             static_cast<unsigned long long>(generation_), record.error.c_str());
+}
+
+void Proxy::apply(config::Config next_config, const char* source) {
+  ReloadRecord record;
+  record.source = source;
   // Ejections stand across a reload only for servers (and pools) that still eject.
   for (auto it = ejected_.begin(); it != ejected_.end();) {
     bool keep = false;
-    for (const auto& p : loaded.config->pools) {
+    for (const auto& p : next_config.pools) {
       if (p.name == it->first.first && p.auto_eject_hosts) {
         for (const auto& sc : p.servers) {
           keep = keep || sc.identity() == it->first.second;
@@ -327,23 +369,22 @@ void Proxy::reload(const char* source) {
     it = keep ? std::next(it) : ejected_.erase(it);
   }
   std::vector<std::string> errors;
-  auto next = buildEffective(*loaded.config, generation_ + 1, &errors);
+  auto next = buildEffective(next_config, generation_ + 1, &errors);
   // Certificates and keys are re-read here: a bad one rejects the reload, the old keep serving.
-  std::shared_ptr<const PoolTlsMap> next_tls =
-      next ? buildPoolTls(*loaded.config, &errors) : nullptr;
+  std::shared_ptr<const PoolTlsMap> next_tls = next ? buildPoolTls(next_config, &errors) : nullptr;
   if (!next || !next_tls) {
     std::string all;
     for (const auto& e : errors) {
       all += (all.empty() ? "" : "; ") + options_.config_path + ": " + e;
     }
-    fail(all);
+    recordFailure(std::move(record), all);
     return;
   }
   if (!syncListeners(*next)) {
-    fail("cannot open the new listeners (see above)");
+    recordFailure(std::move(record), "cannot open the new listeners (see above)");
     return;
   }
-  config::ConfigDiff diff = config::diffConfigs(*config_, *loaded.config);
+  config::ConfigDiff diff = config::diffConfigs(*config_, next_config);
   ++generation_;
   std::set<std::pair<std::string, std::string>> still_ejected;
   for (const auto& [key, e] : ejected_) {
@@ -355,7 +396,8 @@ void Proxy::reload(const char* source) {
   tls_ = next_tls;
   poller_->setTopology(next, tls_);
   reporter_.setTopology(next);
-  config_ = std::make_shared<const config::Config>(std::move(*loaded.config));
+  config_ = std::make_shared<const config::Config>(std::move(next_config));
+  discovery_->retain(*config_);
   if (watch_event_) {
     watchReferencedFiles();
   }
@@ -365,7 +407,7 @@ void Proxy::reload(const char* source) {
   }
   // The prediction can take tens of ms (sampled distributions): only after the workers have
   // the new snapshot.
-  monitor_->onTopologyChange(*before, *next, "reload");
+  monitor_->onTopologyChange(*before, *next, std::string(source) == "dns" ? "dns" : "reload");
   record.result = ReloadResult::Applied;
   record.generation = generation_;
   // Only the content of a certificate, key or credentials file changed: the diff sees nothing.
@@ -375,6 +417,45 @@ void Proxy::reload(const char* source) {
              static_cast<unsigned long long>(id), source,
              static_cast<unsigned long long>(generation_), record.diff.c_str());
   warnGrownReplicaSets(*before, *next);
+}
+
+void Proxy::onDiscovery(const std::string& pool, bool changed) {
+  if (starting_) {
+    if (discovery_->unanswered() == 0) {
+      loop_.stop();
+    }
+    return;
+  }
+  if (stopping_ || !changed || !config_) {
+    return;
+  }
+  if (awaiting_reload_) {
+    reload("dns");  // the file's reload that waited for this answer (or for another pool's)
+    if (!awaiting_reload_) {
+      return;
+    }
+  }
+  MCRING_LOG(Info, "pool '%s': discovered servers changed", pool.c_str());
+  applyDiscovered();
+}
+
+void Proxy::applyDiscovered() {
+  config::Config next = *config_;
+  std::vector<std::string> errors;
+  if (!discovery_->fill(next, &errors)) {
+    return;  // a pool of the config in force always has its list; nothing to apply otherwise
+  }
+  bool same = true;
+  for (size_t i = 0; i < next.pools.size(); ++i) {
+    const auto& a = config_->pools[i].servers;
+    const auto& b = next.pools[i].servers;
+    same = same && a.size() == b.size() &&
+           std::equal(a.begin(), a.end(), b.begin(),
+                      [](const auto& x, const auto& y) { return x.identity() == y.identity(); });
+  }
+  if (!same) {
+    apply(std::move(next), "dns");
+  }
 }
 
 // A server that joins keys' replica sets by a reload (replicas raised, or servers changed with

@@ -23,6 +23,7 @@
 #include "proxy/backend/backend_poller.h"
 #include "proxy/backend/health_probe.h"
 #include "proxy/backend/pool_security.h"
+#include "proxy/control/discovery.h"
 #include "proxy/control/worker.h"
 #include "proxy/net/event_loop.h"
 #include "proxy/net/tcp_connection.h"
@@ -75,6 +76,14 @@ class Proxy final : public AdminSource {
     std::unique_ptr<net::Listener> listener;
   };
   bool syncListeners(const config::Topology& topology);
+  // A loaded (and, for discovered pools, filled) config made the one in force: built, listeners
+  // synced, posted to the workers, recorded in the reload history with `source`.
+  void apply(config::Config next_config, const char* source);
+  void recordFailure(ReloadRecord record, std::string error);
+  // Discovery answered for `pool`; `changed`: its server list changed.
+  void onDiscovery(const std::string& pool, bool changed);
+  // The config in force with the discovered pools' current lists, applied if they differ.
+  void applyDiscovered();
   // The config minus ejected servers (pools with auto_eject_hosts), built into a snapshot.
   void warnGrownReplicaSets(const config::Topology& before, const config::Topology& after);
   std::shared_ptr<const config::Topology> buildEffective(const config::Config& config,
@@ -112,6 +121,11 @@ class Proxy final : public AdminSource {
   std::unique_ptr<MembershipMonitor> monitor_;
   stats::HotKeyBoard hot_key_board_;  // workers publish, the watch reads
   std::unique_ptr<HotKeyWatch> hot_key_watch_;
+  std::unique_ptr<Discovery> discovery_;  // pools with servers_dns
+  bool starting_ = false;                 // start() waits on the loop for first DNS answers
+  // A file reload was refused for want of a new discovered pool's first answer: that answer
+  // reloads the file again (source dns).
+  bool awaiting_reload_ = false;
   // Servers out of the ring (auto_eject_hosts), by (pool, identity), until a probe succeeds.
   struct Ejection {
     common::SocketAddress address;

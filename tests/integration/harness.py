@@ -160,9 +160,11 @@ def remove_tmpdir(path):
 
 
 class Memcached:
-    """One real memcached on a free loopback port."""
+    """One real memcached on a free loopback port (of `host`: any 127.0.0.0/8 address works on
+    Linux, so several can share a port, as discovered servers do)."""
 
-    def __init__(self, port=None, memory_mb=64, extra_args=()):
+    def __init__(self, port=None, memory_mb=64, extra_args=(), host=HOST):
+        self.host = host
         self.memory_mb = memory_mb
         self.extra_args = list(extra_args)
         self.proc = None
@@ -171,7 +173,7 @@ class Memcached:
 
     @property
     def addr(self):
-        return "%s:%d" % (HOST, self.port)
+        return "%s:%d" % (self.host, self.port)
 
     @property
     def pid(self):
@@ -182,11 +184,11 @@ class Memcached:
         last = ""
         for _ in range(attempts):
             p = port or free_port()
-            cmd = [MEMCACHED_BIN, "-u", "root", "-l", HOST, "-p", str(p), "-U", "0", "-t", "1",
+            cmd = [MEMCACHED_BIN, "-u", "root", "-l", self.host, "-p", str(p), "-U", "0", "-t", "1",
                    "-m", str(self.memory_mb)] + self.extra_args
             proc = _track(subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                            stderr=subprocess.PIPE, preexec_fn=_die_with_parent))
-            if self._wait_ready(proc, p, 5.0):
+            if self._wait_ready(proc, p, 5.0, self.host):
                 self.proc, self.port = proc, p
                 return self
             try:
@@ -199,13 +201,13 @@ class Memcached:
         raise RuntimeError("memcached did not start (port %s): %s" % (port, last))
 
     @staticmethod
-    def _wait_ready(proc, port, timeout):
+    def _wait_ready(proc, port, timeout, host=HOST):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 return False
             try:
-                with socket.create_connection((HOST, port), timeout=0.5) as s:
+                with socket.create_connection((host, port), timeout=0.5) as s:
                     s.settimeout(1.0)
                     s.sendall(b"version\r\n")
                     if s.recv(100).startswith(b"VERSION "):
@@ -255,7 +257,7 @@ class Memcached:
                 pass
 
     def conn(self, timeout=5.0):
-        return Conn(HOST, self.port, timeout=timeout)
+        return Conn(self.host, self.port, timeout=timeout)
 
     # Direct helpers (one short-lived connection each).
     def get(self, key):
