@@ -264,25 +264,28 @@ class Comparison:
             body += "  %s: %s\n" % (k, v)
         return body
 
-    def routed_pools(self, n, own_keys, shared=False):
+    def routed_pools(self, n, own_keys, shared=False, disjoint=False):
         """--mcring2-routes N: the listening pool's body (routes, no servers) and the pools it
         routes to. Route i of each key family (ROUTE_FAMILIES) goes to pool route<i>, which holds
         backend i mod 3; the default route to pool rest, which holds the three as mcring's pool
-        does (same ring). shared: every route goes to rest. Every pool gets the pool keys
+        does (same ring). shared: every route goes to rest. disjoint: no pool rest, the default
+        route goes to route0, so each backend is in one pool only (n = 3: the realistic layout,
+        key families on pools of their own servers). Every pool gets the pool keys
         (client-side ones matter on the listener, server-side ones on the others; each is
         accepted, without effect, on the other kind)."""
         keys = self.mcring_pool("", own_keys)
         pools = ""
         for i in range(0 if shared else n):
             pools += "route%d:\n  servers:\n    - %s:1\n%s" % (i, self.backends[i % 3].addr, keys)
-        pools += "rest:\n  servers:\n%s%s" % ("".join("    - %s:1\n" % b.addr for b in self.backends),
-                                              keys)
+        if not disjoint:
+            pools += "rest:\n  servers:\n%s%s" % (
+                "".join("    - %s:1\n" % b.addr for b in self.backends), keys)
         routes = "  routes:\n"
         for family, chars in ROUTE_FAMILIES:
             routes += "".join('    - prefix: "%s%s"\n      pool: %s\n'
                               % (family, chars[i], "rest" if shared else "route%d" % i)
                               for i in range(n))
-        routes += "    - default: rest\n"
+        routes += "    - default: %s\n" % ("route0" if disjoint else "rest")
         return routes + keys, pools
 
     def route_requests(self):

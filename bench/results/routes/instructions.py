@@ -4,15 +4,16 @@ of compare.py's CPU per request for bench/results/routes.md (the development mac
 hardware counters for `perf stat`, and its CPU time per request moves by +-20% with the other
 work on its 2 cores).
 
-For each target (NAME=BINARY[:routes|:shared-routes]), on the same three memcached: mcring under
+For each target (NAME=BINARY[:routes|:shared-routes|:disjoint-routes]), on the same three memcached: mcring under
 `valgrind --tool=callgrind`, one memtier run to warm it (connections, buffers), counters zeroed
 (`callgrind_control -z`), the measured memtier run (a fixed request count), a dump
 (`callgrind_control -d`); instructions of the dump / requests memtier completed. Keys are
 pre-filled through an uninstrumented mcring of each kind (single pool, routed), so every get
-hits. The routed config is compare.py's --mcring2-routes (bench/README.md); shared-routes adds
+hits. The routed config is compare.py's --mcring2-routes (bench/README.md); disjoint-routes puts
+each backend in one pool only (the default route to route0); shared-routes adds
 its --mcring2-routes-shared (every route to the default route's pool).
 
-usage: instructions.py [--requests N] [--routes N] [--out DIR] NAME=BINARY[:routes|:shared-routes] ...
+usage: instructions.py [--requests N] [--routes N] [--out DIR] NAME=BINARY[:routes|:shared-routes|:disjoint-routes] ...
 """
 
 import argparse
@@ -45,7 +46,7 @@ def main():
     p.add_argument("--requests", type=int, default=200, help="per connection (50 connections)")
     p.add_argument("--routes", type=int, default=3)
     p.add_argument("--out", help="keep the configs, logs, memtier JSON and callgrind dumps in DIR")
-    p.add_argument("targets", nargs="+", metavar="NAME=BINARY[:routes|:shared-routes]")
+    p.add_argument("targets", nargs="+", metavar="NAME=BINARY[:routes|:shared-routes|:disjoint-routes]")
     a = p.parse_args()
     targets = []
     for spec in a.targets:
@@ -63,10 +64,14 @@ def main():
         servers = "  servers:\n" + "".join("    - %s:1\n" % b.addr for b in c.backends)
         single = (c.mcring_pool(servers, []), "")
         configs = {"": single, "routes": c.routed_pools(a.routes, []),
-                   "shared-routes": c.routed_pools(a.routes, [], shared=True)}
+                   "shared-routes": c.routed_pools(a.routes, [], shared=True),
+                   "disjoint-routes": c.routed_pools(a.routes, [], disjoint=True)}
         # Pre-fill (uninstrumented, the newest binary given): both placements.
         fill_bin = targets[-1][1]
-        for kind, (body, pools) in (("single", single), ("routed", configs["routes"])):
+        fills = [("single", single), ("routed", configs["routes"])]
+        if any(k == "disjoint-routes" for _, _, k in targets):
+            fills.append(("disjoint", configs["disjoint-routes"]))
+        for kind, (body, pools) in fills:
             m = L.mcring("fill-" + kind, fill_bin, body, [], pools)
             memtier(t, m.port, ["--ratio=1:0", "-n", "allkeys", "--key-pattern=P:P", "-c", "1",
                                 "-t", "1"])
