@@ -12,6 +12,7 @@
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
 #include "proxy/protocol/reply_lines.h"
+#include "proxy/protocol/request_writer.h"
 
 namespace mcring::core {
 
@@ -384,15 +385,14 @@ void BackendConnection::sendSharedKeys(PendingRequest* r, uint32_t fragment,
       (shared_command_ != command || shared_length_ + add + 2 > kMaxSharedLine)) {
     endSharedLine();
   }
-  net::Buffer& out = wire();
+  protocol::RequestWriter line(wire());  // one line over several calls: ended by endSharedLine
   if (shared_command_.empty()) {
-    out.append(command);
+    line.verb(command);
     shared_command_ = command;
     shared_length_ = command.size();
   }
   for (uint32_t idx : frag.key_indices) {
-    out.append(" ");
-    out.append(multigetKey(*r, idx));
+    line.arg(multigetKey(*r, idx));
   }
   shared_length_ += add;
   expect(r, fragment, Delivery::Fragment, Expect::SharedLine, add);
@@ -404,7 +404,7 @@ void BackendConnection::endSharedLine() {
   }
   shared_command_ = {};
   shared_length_ = 0;
-  wire().append("\r\n");
+  protocol::RequestWriter(wire()).end();
   stats::bump(server_.worker().counters().backend_get_lines);
   // Every other expectation follows a write through output(), which ended the line first. A
   // line begun while replays waited is held with its expectations, or was flushed with them.
@@ -993,17 +993,7 @@ void BackendConnection::resend(InFlight& f) {
     out.append(r.resend);
     return;
   }
-  const Fragment& fr = r.fragments[f.fragment];
-  out.append(protocol::commandName(r.command));
-  if (r.exptime.length > 0) {
-    out.append(" ");
-    out.append(r.exptime.in(r.line));
-  }
-  for (uint32_t idx : fr.key_indices) {
-    out.append(" ");
-    out.append(multigetKey(r, idx));
-  }
-  out.append("\r\n");
+  writeFragmentLine(out, r, r.fragments[f.fragment]);
   f.expect = Expect::Retrieval;
   f.line_end = false;
 }

@@ -3,6 +3,8 @@
 
 #include <ctime>
 
+#include "proxy/protocol/request_writer.h"
+
 namespace mcring::core {
 
 class BackendPoller::Probe : public net::ConnectionHandler {
@@ -18,7 +20,7 @@ class BackendPoller::Probe : public net::ConnectionHandler {
       return false;
     }
     tcp_->output().append(auth);
-    tcp_->output().append("stats\r\n");
+    protocol::RequestWriter(tcp_->output()).verb(protocol::Command::Stats).end();
     return true;
   }
   void onConnected() override { tcp_->setReadTimeout(2000); }

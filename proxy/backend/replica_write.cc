@@ -6,6 +6,7 @@
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/worker_context.h"
 #include "proxy/protocol/reply_lines.h"
+#include "proxy/protocol/request_writer.h"
 
 namespace mcring::core {
 
@@ -104,11 +105,9 @@ void sendReplicaInvalidate(BackendConnection& conn, PendingRequest& r, uint32_t 
   md->fragments_left = 1;
   md->noreply = true;
   md->command = protocol::Command::MetaDelete;
-  net::Buffer& out = conn.output();
-  out.append("md ");
-  out.append(r.replica_key);
-  out.append(r.replica_key_b64 ? " b\r\n" : "\r\n");
-  conn.expect(md, replica_invalidate_reply, 0, Expect::OneUnit, r.replica_key.size() + 5);
+  protocol::RequestWriter line(conn.output());
+  line.metaDelete(r.replica_key, r.replica_key_b64);
+  conn.expect(md, replica_invalidate_reply, 0, Expect::OneUnit, line.written());
   w.requests().release(md);
   r.replica_invalidated |= static_cast<uint8_t>(1u << i);
 }

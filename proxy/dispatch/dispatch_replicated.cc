@@ -9,6 +9,7 @@
 #include "proxy/dispatch/dispatcher.h"
 #include "proxy/dispatch/failover.h"
 #include "proxy/protocol/meta_flags.h"
+#include "proxy/protocol/request_writer.h"
 
 namespace mcring::core {
 
@@ -26,7 +27,7 @@ void Dispatcher::prepareReplicaRead(PendingRequest* r, std::string_view line, st
   r->failover_key.assign(key);
   r->failover_line.assign(line.substr(0, req_->line_length));
   if (quiet) {
-    r->failover_line.append("mn\r\n");
+    protocol::RequestWriter(r->failover_line).noop();
   }
   r->failover_expect = quiet ? Expect::UntilNoop : Expect::OneUnit;
 }
@@ -127,20 +128,19 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
     // What the other replicas get if the primary applies the cas.
     std::string& fu = r->replica_followup;
     fu.clear();
+    protocol::RequestWriter followup(fu);
     if (req_->command == Command::Cas) {
       // cas <key> <flags> <exptime> <bytes> <unique> -> set <key> <flags> <exptime> <bytes>
-      fu.append("set");
+      followup.verb(Command::Set);
       size_t tokens = 0;
       forEachMetaFlag(args, 0, [&](std::string_view tok) {
         if (tokens++ < 4) {
-          fu.append(" ");
-          fu.append(tok);
+          followup.arg(tok);
         }
         return tokens < 4;
       });
     } else {
-      fu.append(req_->command == Command::MetaArithmetic ? "md"
-                                                         : protocol::commandName(req_->command));
+      followup.verb(req_->command == Command::MetaArithmetic ? Command::MetaDelete : req_->command);
       size_t tokens = 0;
       const size_t fixed = req_->command == Command::MetaSet ? 2 : 1;
       const bool to_delete = req_->command == Command::MetaArithmetic;
@@ -148,13 +148,12 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
         const bool flag = tokens++ >= fixed;
         if (!flag || (!to_delete && tok[0] != 'C' && tok[0] != 'q' && tok[0] != 'E') ||
             (to_delete && (tok[0] == 'b' || tok[0] == 'k' || tok[0] == 'O'))) {
-          fu.append(" ");
-          fu.append(tok);
+          followup.arg(tok);
         }
         return true;
       });
     }
-    fu.append("\r\n");
+    followup.end();
   }
   net::Buffer& in = src_->input();
   in.drain(req_->line_length);
@@ -182,14 +181,12 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
       replicaFailed(*r, i, server->lastFailure(), *server);
       continue;
     }
-    net::Buffer& out = conn->output();
-    out.append(head);
-    out.append(data);
-    uint64_t bytes = head.size() + data.size();
+    protocol::RequestWriter write(conn->output());
+    write.raw(head).raw(data);
     if (quiet) {
-      out.append("mn\r\n");
-      bytes += 4;
+      write.noop();
     }
+    const uint64_t bytes = write.written();
     if (i > 0) {
       stats::bump(counters.replica_writes);
     }

@@ -11,6 +11,7 @@
 #include "proxy/backend/spread_write.h"
 #include "proxy/common/clock.h"
 #include "proxy/protocol/meta_set_line.h"
+#include "proxy/protocol/request_writer.h"
 
 namespace mcring::core {
 
@@ -126,11 +127,9 @@ void startSpreadFill(PoolRuntime& pool, const std::shared_ptr<SpreadEntry>& entr
   r->spread_copy = copy;
   r->spread_mark = mark;
   r->spread_pool = &pool;
-  net::Buffer& out = conn->output();
-  out.append("mg ");
-  out.append(e.key);
-  out.append(" v f t\r\n");
-  conn->expect(r, spread_fill_reply, 0, Expect::OneUnit, e.key.size() + 11);
+  protocol::RequestWriter mg(conn->output());
+  mg.verb(protocol::Command::MetaGet).arg(e.key).flag('v').flag('f').flag('t').end();
+  conn->expect(r, spread_fill_reply, 0, Expect::OneUnit, mg.written());
   worker.requests().release(r);  // the connection's reference keeps it until the reply
 }
 

@@ -13,9 +13,18 @@
 #include "proxy/backend/worker_context.h"
 #include "proxy/dispatch/multiget.h"
 #include "proxy/protocol/meta_set_line.h"
+#include "proxy/protocol/request_writer.h"
 
 namespace mcring::core {
 namespace {
+
+// A warm-up fetch: the previous server's value, its client flags, TTL and cas (`mg <key> v f t
+// c`); returns its length.
+size_t writeWarmFetch(net::Buffer& out, std::string_view key) {
+  protocol::RequestWriter mg(out);
+  mg.verb(protocol::Command::MetaGet).arg(key).flag('v').flag('f').flag('t').flag('c').end();
+  return mg.written();
+}
 
 // memcached reads a relative TTL above 30 days as an absolute unix time.
 constexpr int64_t kMaxRelativeTtl = 60 * 60 * 24 * 30;
@@ -356,15 +365,12 @@ bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& w
     r.fragments[f].key_indices.push_back(i);
     r.key_fragment[i] = f;
     r.key_warm[i] = WarmState::Fetching;
-    net::Buffer& out = conn->output();
-    out.append("mg ");
-    out.append(key);
-    out.append(" v f t c\r\n");
+    const size_t bytes = writeWarmFetch(conn->output(), key);
     ++r.fragments_left;
     ++sent;
     registry.started(key, &r, i);
     stats::bump(c.warmup_fetches);
-    conn->expect(&r, warm_fetch_reply, i, Expect::OneUnit, key.size() + 13);
+    conn->expect(&r, warm_fetch_reply, i, Expect::OneUnit, bytes);
   }
   return sent > 0;
 }
@@ -390,14 +396,11 @@ bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worke
     return false;
   }
   r.key_warm.assign(1, WarmState::Fetching);
-  net::Buffer& out = conn->output();
-  out.append("mg ");
-  out.append(key);
-  out.append(" v f t c\r\n");
+  const size_t bytes = writeWarmFetch(conn->output(), key);
   ++r.fragments_left;
   registry.started(key, &r, 0);
   stats::bump(c.warmup_fetches);
-  conn->expect(&r, warm_fetch_reply, 0, Expect::OneUnit, key.size() + 13);
+  conn->expect(&r, warm_fetch_reply, 0, Expect::OneUnit, bytes);
   return true;
 }
 
