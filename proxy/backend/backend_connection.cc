@@ -65,7 +65,8 @@ bool BackendConnection::ensureConnected() {
 void BackendConnection::expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect e,
                                uint64_t bytes) {
   ++r->refs;
-  (holding() ? held_ : inflight_).push_back(InFlight{r, fragment, delivery, e, monotonicMicros()});
+  (holding() ? held_ : inflight_)
+      .push_back(InFlight{r, nullptr, monotonicMicros(), fragment, delivery, e});
   stats::bump(server_.worker().counters().backend_requests);
   stats::BackendStats& bs = server_.stats();
   stats::bump(bs.requests);

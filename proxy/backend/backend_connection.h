@@ -83,16 +83,19 @@ class BackendConnection : public net::ConnectionHandler {
   void onClosed(net::CloseReason reason, int error) override;
 
  private:
+  // 32 bytes, so that a deque node (512 bytes) holds 16: a deque allocates a node each time its
+  // elements cross one, and a 3-key get is 3 of them (unit_alloc counts it).
   struct InFlight {
     PendingRequest* req;
+    ReplyHandler* handler;  // Delivery::Handler, else null
+    uint64_t sent_us;
     uint32_t fragment;
     Delivery delivery;
     Expect expect;
-    uint64_t sent_us;
-    bool line_end = false;            // SharedLine: the last request of its line (the END is its)
-    uint8_t replays = 0;              // times sent again after a connection closed under it
-    ReplyHandler* handler = nullptr;  // Delivery::Handler
+    bool line_end = false;  // SharedLine: the last request of its line (the END is its)
+    uint8_t replays = 0;    // times sent again after a connection closed under it
   };
+  static_assert(sizeof(InFlight) == 32);
   // Result of handing one reply unit to the head expectation. Pass: the head is over and the
   // unit belongs to the next one (a shared line's VALUE for a later request's key, its END or
   // its error). Wait: the unit stays in the input, the connection pauses (a multi-get streaming
