@@ -362,6 +362,13 @@ class ReloadStormTest(IntegrationCase):
                     expect = [("admin", "applied"), ("file", "unchanged")]
             recs = self.new_records(len(expect))
             got = [(r["source"], r["result"]) for r in recs]
+            swapped = [(expect[1][0], "applied"), (expect[0][0], "unchanged")] \
+                if len(expect) == 2 else None
+            if trigger in ("sighup", "admin") and got == swapped:
+                # The file watcher's debounce (200 ms) ran out before the signal or the request
+                # arrived (a loaded machine): the file's reload applied the change and the
+                # explicit one found it unchanged. Either order applies the file once.
+                expect = swapped
             self.assertEqual(got, expect, "%s: reload records %r" % (what, recs))
             t1 = time.monotonic()
             for r in recs:
