@@ -60,6 +60,7 @@ class Dispatcher {
   void routedRetrieval(std::string_view line);
   void routedRetrievalOne(std::string_view line);
   bool admit(RouteRuntime& route);
+  bool enterRoute(uint32_t index, std::string_view& line, bool caps);
   void answerRouted(std::string_view reply);
   std::string_view capTtl(std::string_view line, uint32_t max_ttl);
   void shadowKeyed(std::string_view line, std::string_view key);

@@ -120,25 +120,33 @@ std::string_view Dispatcher::capTtl(std::string_view line, uint32_t max_ttl) {
   return capped_line_;
 }
 
-void Dispatcher::routedKeyed(std::string_view line) {
-  PoolRuntime& front = *pool_;
-  const uint32_t index = front.route_table.match(req_->routingKey(line, 0));
+// A one-key request enters the route `index` (of the key it routed): counted, its token taken
+// and, if `caps` (the request sets a TTL), its TTL capped. False if it was answered here (no
+// route, rate limited, a capped line too long); else `line` is the line to dispatch.
+bool Dispatcher::enterRoute(uint32_t index, std::string_view& line, bool caps) {
   if (index == routing::PrefixTable::kNoRoute) {
     answerRouted(kNoRouteLine);
-    return;
+    return false;
   }
-  route_ = &front.routes[index];
+  route_ = &pool_->routes[index];
   stats::bump(route_->stats->requests);
   if (!admit(*route_)) {
     answerRouted(kRateLimitedLine);
-    return;
+    return false;
   }
-  if (route_->config->max_ttl > 0) {
+  if (caps && route_->config->max_ttl > 0) {
     line = capTtl(line, route_->config->max_ttl);
     if (line.empty()) {
       answerRouted(kBadLine);
-      return;
+      return false;
     }
+  }
+  return true;
+}
+
+void Dispatcher::routedKeyed(std::string_view line) {
+  if (!enterRoute(pool_->route_table.match(req_->routingKey(line, 0)), line, /*caps=*/true)) {
+    return;
   }
   const std::string_view key = req_->routingKey(line, 0);
   if (Shadows::shadows(*route_, key)) {
@@ -206,26 +214,9 @@ void Dispatcher::shadowKeyed(std::string_view line, std::string_view key) {
 
 // The usual retrieval, one key: one match, no per-key bookkeeping.
 void Dispatcher::routedRetrievalOne(std::string_view line) {
-  PoolRuntime& front = *pool_;
-  const std::string_view key = req_->keys[0].in(line);
-  const uint32_t index = front.route_table.match(key);
-  if (index == routing::PrefixTable::kNoRoute) {
-    answerRouted(kNoRouteLine);
+  const bool touches = req_->command == Command::Gat || req_->command == Command::Gats;
+  if (!enterRoute(pool_->route_table.match(req_->keys[0].in(line)), line, touches)) {
     return;
-  }
-  route_ = &front.routes[index];
-  stats::bump(route_->stats->requests);
-  if (!admit(*route_)) {
-    answerRouted(kRateLimitedLine);
-    return;
-  }
-  if (route_->config->max_ttl > 0 &&
-      (req_->command == Command::Gat || req_->command == Command::Gats)) {
-    line = capTtl(line, route_->config->max_ttl);
-    if (line.empty()) {
-      answerRouted(kBadLine);
-      return;
-    }
   }
   if (route_->shadow != nullptr) {
     const std::string_view k = req_->keys[0].in(line);
