@@ -61,7 +61,7 @@ asan: deps
 	  -DCMAKE_C_FLAGS_RELWITHDEBINFO="$(SAN_FLAGS)" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$(SAN_FLAGS)" \
 	  -DMCRING_SANITIZE=address,undefined -DMCRING_FUZZ=ON -DMCRING_BUILD_BENCH=OFF
 	cmake --build build-asan -j$(JOBS) --target mcring unit_protocol unit_routing unit_config \
-	  unit_dataplane unit_stats unit_net unit_admin fuzz_targets
+	  unit_dataplane unit_stats unit_net unit_admin unit_control fuzz_targets
 
 test-asan: asan
 	$(MAKE) --no-print-directory test-asan-run

@@ -63,13 +63,13 @@ class TlsMemcached(h.Memcached):
             args += ["-Z", "-o", opts]
         super().__init__(extra_args=args)
 
-    def _wait_ready(self, proc, port, timeout):
+    def _wait_ready(self, proc, port, timeout, host=HOST):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 return False
             try:
-                s = socket.create_connection((HOST, port), timeout=0.5)
+                s = socket.create_connection((host, port), timeout=0.5)
                 if self.tls:
                     ctx = ssl.create_default_context(cafile=os.path.join(self.certs, "ca.crt"))
                     if self.client_cert:
