@@ -19,7 +19,7 @@ bool composeReply(PendingRequest& r, WorkerContext& worker) {
       if (continueReadFailover(r, worker)) {
         return false;  // gone on to the key's next replica
       }
-      if (continueRouteFailover(r, worker)) {
+      if (continueRouteFailover(r)) {
         return false;  // gone on to the route's next pool
       }
       if (r.refused) {

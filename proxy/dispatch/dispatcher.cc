@@ -128,7 +128,7 @@ void Dispatcher::failUnavailable(PendingRequest* r, BackendServer& server, uint6
     if (!answerUnavailable(*r, 0, server, server.lastFailure(), worker_)) {
       r->reply.append(backendFailureReply(server.lastFailure()));
     }
-    if (continueRouteFailover(*r, worker_)) {
+    if (continueRouteFailover(*r)) {
       return;
     }
     if (r->reply.size() > 0 && r->reply.contiguous(1)[0] == 'S') {  // SERVER_ERROR, not a miss

@@ -37,7 +37,7 @@ bool failsOver(PendingRequest& r) {
 
 }  // namespace
 
-bool continueRouteFailover(PendingRequest& r, WorkerContext& worker) {
+bool continueRouteFailover(PendingRequest& r) {
   if (r.route == nullptr || !r.route->failsOver() || r.session == nullptr || r.refused ||
       r.shape != Shape::Direct || r.replica_count > 0 || r.spread_role != SpreadRole::None ||
       !failsOver(r)) {
@@ -69,7 +69,6 @@ bool continueRouteFailover(PendingRequest& r, WorkerContext& worker) {
     conn->expect(&r, 0, Delivery::Direct, route.expect, route.resend.size());
     return true;
   }
-  (void)worker;
   return false;
 }
 

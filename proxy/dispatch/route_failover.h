@@ -8,12 +8,11 @@
 #pragma once
 
 #include "proxy/backend/pending_request.h"
-#include "proxy/backend/worker_context.h"
 
 namespace mcring::core {
 
 // Called when r's parts have all answered: true if r went on to its route's next pool (its
 // reply is then pending again).
-bool continueRouteFailover(PendingRequest& r, WorkerContext& worker);
+bool continueRouteFailover(PendingRequest& r);
 
 }  // namespace mcring::core

@@ -61,8 +61,7 @@ BackendConnection* Shadows::connectionFor(const RouteRuntime& route, std::string
   PoolRuntime& pool = *route.shadow;
   BackendServer* server = pool.currentServer(routing_key);
   BackendConnection* conn = server != nullptr ? server->connectionFor(session) : nullptr;
-  if (conn == nullptr || conn->inflightCount() >= kMaxInflight ||
-      conn->output().size() >= kMaxOutput) {
+  if (conn == nullptr || conn->inflightCount() >= kMaxInflight || conn->unsent() >= kMaxOutput) {
     stats::bump(route.stats->shadow_dropped);
     return nullptr;
   }
