@@ -50,8 +50,8 @@ PendingRequest* Dispatcher::newRequest(protocol::Command command) {
   st->stats = route_ != nullptr ? route_->stats.get() : nullptr;
   if (failover_ready_) {
     // Its route may send it on to the next pool (route_failover.h): kept whole, never streamed.
-    st->failover.assign(route_->failover.begin(), route_->failover.end());
-    st->failover_on_miss = route_->config->failover_on_miss;
+    st->failover.assign(failover_pools_.begin(), failover_pools_.end());
+    st->failover_on_miss = failover_on_miss_;
     st->expect = failover_expect_;
     st->resend.swap(failover_bytes_);
     worker_.routeStates().holdCopy(st->resend.size());
