@@ -19,12 +19,20 @@ struct PoolRuntime;
 class RouteStatePool;
 enum class Expect : uint8_t;  // pending_request.h
 
+// A multi-get's shadowed key: its index among the request's keys and its probe.
+struct KeyProbe {
+  uint32_t key = 0;
+  ShadowProbe* probe = nullptr;
+};
+
 struct RouteState {
   RouteStatePool* owner = nullptr;     // its worker's pool
   stats::RouteStats* stats = nullptr;  // the route that sent it
   // A shadowed read (dispatch/shadow.h): compared with its copy's answer when complete; on a
   // copy, the same probe.
   ShadowProbe* probe = nullptr;
+  // A multi-get's shadowed keys (each compared by hit or miss).
+  std::vector<KeyProbe> key_probes;
   // Failover (dispatch/route_failover.h), for a single-key request: the pools still to try, in
   // order (from next), the request as first sent (line and data block), how its reply ends,
   // and its routing key.
@@ -72,6 +80,10 @@ inline void RouteState::release(RouteState*& s) {
     return;
   }
   ShadowProbe::release(s->probe);
+  for (KeyProbe& k : s->key_probes) {
+    ShadowProbe::release(k.probe);
+  }
+  s->key_probes.clear();
   s->stats = nullptr;
   if (!s->failover.empty()) {
     s->owner->dropCopy(s->resend.size());

@@ -74,8 +74,13 @@ bool completeRequest(PendingRequest& r, WorkerContext& worker) {
   if (r.route == nullptr) {
     return true;
   }
-  if (r.route->probe != nullptr && r.session != nullptr) {  // not the shadow's own copy
-    Shadows::primaryAnswered(r);
+  if (r.session != nullptr) {  // not the shadow's own copy
+    if (r.route->probe != nullptr) {
+      Shadows::primaryAnswered(r);
+    }
+    if (!r.route->key_probes.empty()) {
+      Shadows::primaryAnsweredKeys(r);
+    }
   }
   if (r.route->stats != nullptr && isErrorReply(r)) {
     stats::bump(r.route->stats->errors);

@@ -75,11 +75,12 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
     }
   }
   if (!single || warm || coalescing() || splitsLines(line.size()) || !spread_reads_.empty() ||
-      replicated) {
+      replicated || !key_probes_.empty()) {
     // A moved key's miss takes a second hop: that needs the per-key bookkeeping of a split get,
     // and so does a get whose keys share a line with other requests' (coalesce_gets), and a long
     // gat/gats that goes to its server as several lines; and a key read at a spread copy, whose
-    // miss there clears the copy (completeRequest).
+    // miss there clears the copy (completeRequest); and a routed get whose keys are compared
+    // with a shadow's answers, which needs each key's hit or miss.
     dispatchMultiget(line, warm);
     return;
   }

@@ -42,7 +42,7 @@ void Dispatcher::dispatch(RequestSource& src, PoolRuntime& pool, const protocol:
 PendingRequest* Dispatcher::newRequest(protocol::Command command) {
   PendingRequest* r = src_->newRequest(command);
   r->pool = pool_;
-  if (route_ == nullptr && probe_ == nullptr) {
+  if (route_ == nullptr && probe_ == nullptr && key_probes_.empty()) {
     return r;
   }
   RouteState* st = worker_.routeStates().acquire();
@@ -58,6 +58,11 @@ PendingRequest* Dispatcher::newRequest(protocol::Command command) {
     st->key.assign(failover_key_);
     r->rewrites = true;
     failover_ready_ = false;
+  }
+  if (!key_probes_.empty()) {
+    // A multi-get's shadowed keys: each compared by hit or miss when it completes (split per
+    // key, so that its hits are known: dispatchRetrieval).
+    st->key_probes.swap(key_probes_);
   }
   if (probe_ != nullptr) {
     // A shadowed read: its whole reply is compared with the shadow's when complete.

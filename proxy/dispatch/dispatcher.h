@@ -70,7 +70,7 @@ class Dispatcher final : private RouteContext {
   void refuse(std::string_view reply) override;
   void capTtl(uint32_t max_ttl) override;
   void shadowWrite(const ShadowTarget& target, size_t i) override;
-  void shadowRead(const ShadowTarget& target, size_t i, bool compare) override;
+  void shadowRead(const ShadowTarget& target, size_t i) override;
   void failOverTo(std::span<PoolRuntime* const> pools, bool on_miss) override;
   void sendTo(PoolRuntime& pool) override;
   void routedServers(std::vector<BackendServer*>& out) const;
@@ -139,6 +139,7 @@ class Dispatcher final : private RouteContext {
   // its request, a multi-get's servers across pools (null: the pool's by_index), and scratch.
   RouteRuntime* route_ = nullptr;
   ShadowProbe* probe_ = nullptr;
+  std::vector<KeyProbe> key_probes_;  // a multi-get's shadowed keys' probes, for its request
   const std::vector<BackendServer*>* across_ = nullptr;
   std::vector<BackendServer*> across_servers_;
   std::vector<BackendServer*> flush_servers_;

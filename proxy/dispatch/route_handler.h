@@ -49,10 +49,11 @@ class RouteContext {
   // The request's TTLs are to be at most `max_ttl` (0, "never", included); the smallest cap of
   // the routes it takes applies, to the commands that set a TTL.
   virtual void capTtl(uint32_t max_ttl) = 0;
-  // Copies of key `i` of the request to the shadow pool: a write as sent, a read as `mg <key> v`
-  // (compared with the primary's answer when `compare`).
+  // Copies of key `i` of the request to the shadow pool: a write as sent; a read as `mg <key> v`,
+  // whose answer is compared with the primary's for that key (ShadowProbe: hit or miss and the
+  // value's digest for a one-key read; hit or miss for a multi-get's key).
   virtual void shadowWrite(const ShadowTarget& target, size_t i) = 0;
-  virtual void shadowRead(const ShadowTarget& target, size_t i, bool compare) = 0;
+  virtual void shadowRead(const ShadowTarget& target, size_t i) = 0;
   // A one-key request keeps what it needs to go on to these pools, in order, if its pool fails
   // it (and on a miss, with on_miss).
   virtual void failOverTo(std::span<PoolRuntime* const> pools, bool on_miss) = 0;

@@ -50,8 +50,7 @@ void ShadowRoute::send(RouteContext& ctx, const RouteCall& call) const {
         continue;
       }
       if (read) {
-        // Only a one-key read's answers are compared (a multi-get's reply is not kept whole).
-        ctx.shadowRead(target_, i, /*compare=*/call.oneKey());
+        ctx.shadowRead(target_, i);
       } else {
         ctx.shadowWrite(target_, i);
       }

@@ -54,7 +54,7 @@ class TtlCapRoute final : public RouteHandler {
 };
 
 // shadow: copies of the route's requests for the target's share of keys, writes only or all
-// (mcrouter's ShadowRoute); a one-key read's answers are compared (shadow agreement).
+// (mcrouter's ShadowRoute); a read's answers are compared (shadow agreement).
 class ShadowRoute final : public RouteHandler {
  public:
   ShadowRoute(ShadowTarget target, std::unique_ptr<const RouteHandler> next)

@@ -64,6 +64,10 @@ void Dispatcher::dispatchRouted(std::string_view line) {
       break;
   }
   ShadowProbe::release(probe_);  // a probe no request took (the read was answered here)
+  for (KeyProbe& k : key_probes_) {
+    ShadowProbe::release(k.probe);
+  }
+  key_probes_.clear();
   route_ = nullptr;
 }
 
@@ -263,18 +267,19 @@ void Dispatcher::shadowWrite(const ShadowTarget& target, size_t) {
                      req_->line_length, req_->has_data ? req_->value_length + 2 : 0, quiet_meta);
 }
 
-void Dispatcher::shadowRead(const ShadowTarget& target, size_t i, bool compare) {
+void Dispatcher::shadowRead(const ShadowTarget& target, size_t i) {
   const std::string_view line = line_;
-  ShadowProbe* probe = nullptr;
   if (req_->command == Command::MetaGet) {
-    probe = shadows_.sendRead(target, req_->routingKey(line, 0), req_->keys[0].in(line),
-                              req_->key_base64, src_->id(), compare);
-  } else {
-    const std::string_view k = req_->keys[i].in(line);
-    probe = shadows_.sendRead(target, k, k, false, src_->id(), compare);
+    probe_ = shadows_.sendRead(target, req_->routingKey(line, 0), req_->keys[0].in(line),
+                               req_->key_base64, src_->id(), /*compare=*/true);
+    return;
   }
-  if (compare) {
-    probe_ = probe;
+  const std::string_view k = req_->keys[i].in(line);
+  ShadowProbe* probe = shadows_.sendRead(target, k, k, false, src_->id(), /*compare=*/true);
+  if (req_->keys.size() == 1) {
+    probe_ = probe;  // the whole reply is compared (Shadows::primaryAnswered)
+  } else if (probe != nullptr) {
+    key_probes_.push_back({static_cast<uint32_t>(i), probe});  // by the key's hit or miss
   }
 }
 

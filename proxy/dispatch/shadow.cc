@@ -140,6 +140,19 @@ void Shadows::primaryAnswered(PendingRequest& r) {
   probe->answer(false, a, digest);
 }
 
+void Shadows::primaryAnsweredKeys(PendingRequest& r) {
+  for (KeyProbe& k : r.route->key_probes) {
+    ShadowProbe::Answer a = ShadowProbe::Answer::Unusable;
+    if (!r.refused && !r.failed && r.shape == Shape::Multiget && k.key < r.key_count &&
+        !r.fragments[r.key_fragment[k.key]].unavailable) {
+      // The value's bytes may be streamed to the client already: hit or miss only.
+      a = r.key_hit_length[k.key] != 0 ? ShadowProbe::Answer::HitNoValue
+                                       : ShadowProbe::Answer::Miss;
+    }
+    k.probe->answer(false, a, 0);
+  }
+}
+
 UnitVerdict Shadows::onUnit(BackendConnection&, PendingRequest& r, uint32_t tag,
                             const protocol::Reply& rep, std::string_view unit) {
   if (rep.isListItem()) {

@@ -64,6 +64,8 @@ class Shadows final : public ReplyHandler {
   // The primary's complete reply to a shadowed read (r.reply, never streamed: dispatch set
   // r.rewrites), for its probe.
   static void primaryAnswered(PendingRequest& r);
+  // A multi-get's (r.shape Multiget) answers for its shadowed keys: hit or miss each.
+  static void primaryAnsweredKeys(PendingRequest& r);
 
   UnitVerdict onUnit(BackendConnection& conn, PendingRequest& r, uint32_t tag,
                      const protocol::Reply& rep, std::string_view unit) override;

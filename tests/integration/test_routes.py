@@ -570,18 +570,29 @@ class ShadowTest(RoutesCase):
         for b in self.pools["sessions_v2"]:
             self.assertEqual(b.get_many(other_keys), {})
 
-    def agreement_after_reads(self, c, keys, mg=False):
-        """Reads every key once (one-key reads), waits for all to be compared; returns
-        (compared, agreed) of this round."""
+    def agreement_after_reads(self, c, keys, mg=False, multi=None):
+        """Reads every key once (one-key reads, or multi-gets of `multi` keys, each with one
+        key of another route added), waits for all to be compared; returns (compared, agreed)
+        of this round."""
         before = self.route_stats()["sess:"]
         for i in range(0, len(keys), 50):
             chunk = keys[i:i + 50]
-            if mg:
+            if multi:
+                gets = [b"get " + b" ".join(chunk[j:j + multi] + [b"other:%d" % j]) + b"\r\n"
+                        for j in range(0, len(chunk), multi)]
+                c.send(b"".join(gets))
+                rs = c.read_replies(len(gets), 10)
+                self.assertEqual(len(rs), len(gets))
+                # every sess: key is on the primary pool; the other route's keys are not
+                self.assertEqual(sum(r.count(b"VALUE ") for r in rs), len(chunk))
+            elif mg:
                 c.send(b"".join(b"mg " + k + b" v\r\n" for k in chunk))
+                rs = c.read_replies(len(chunk), 10)
             else:
                 c.send(b"".join(b"get " + k + b"\r\n" for k in chunk))
-            rs = c.read_replies(len(chunk), 10)
-            self.assertEqual(len(rs), len(chunk))
+                rs = c.read_replies(len(chunk), 10)
+            if not multi:
+                self.assertEqual(len(rs), len(chunk))
             for r in rs:
                 self.assertFalse(r.startswith((b"SERVER_ERROR", b"CLIENT_ERROR", b"ERROR")), r)
         want = int(before["shadow_compared"]) + len(keys)
@@ -644,6 +655,39 @@ class ShadowTest(RoutesCase):
         self.assertEqual(route["counters"]["shadow_agreed"], agreed)
         self.assertAlmostEqual(float(m.group(1)), agreed / total, places=4)
         self.assertAlmostEqual(float(st["shadow_agreement"]), agreed / total, places=3)
+
+    def test_shadow_agreement_of_multigets_by_hit_or_miss(self):
+        """Multi-gets (10 sess: keys and one key of another route each) are compared key by
+        key, by hit or miss: a stale value on the shadow still agrees there, unlike a one-key
+        read's comparison, which also compares the value's digest."""
+        self.start({"sessions": 1, "sessions_v2": 2, "other": 1}, SHADOW_ROUTES)
+        keys = spread_keys("sess:", 200)
+        with self.pools["sessions"][0].conn() as d:
+            set_many_raw(d, [(k, b"v-" + k) for k in keys])
+        c = self.conn(self.port, timeout=10)
+        print()
+        compared, agreed = self.agreement_after_reads(c, keys, multi=10)
+        print("cold shadow, 10-key gets: compared %d agreed %d" % (compared, agreed))
+        self.assertEqual(compared, len(keys))
+        self.assertLessEqual(agreed, 4)
+        half = keys[:100]
+        set_many_raw(c, [(k, b"v-" + k) for k in half])
+        self.assertTrue(wait_until(lambda: self.shadow_has(half)))
+        for k in half[:25]:  # stale on the shadow: still a hit there
+            for b in self.pools["sessions_v2"]:
+                if b.get(k) is not None:
+                    with b.conn() as d:
+                        self.assertEqual(d.request(set_cmd(k, b"stale")), b"STORED\r\n")
+        compared, agreed = self.agreement_after_reads(c, keys, multi=10)
+        print("half warm (25 stale), 10-key gets: compared %d agreed %d" % (compared, agreed))
+        self.assertEqual(compared, len(keys))
+        self.assertAlmostEqual(agreed / compared, 100 / 200, delta=0.02)
+        set_many_raw(c, [(k, b"v-" + k) for k in keys])
+        self.assertTrue(wait_until(lambda: self.shadow_has(keys)))
+        compared, agreed = self.agreement_after_reads(c, keys, multi=10)
+        print("warm shadow, 10-key gets: compared %d agreed %d" % (compared, agreed))
+        self.assertEqual(agreed, compared)
+        self.assertEqual(int(self.route_stats()["default"]["shadow_compared"]), 0)
 
     def test_frozen_shadow_pool_costs_clients_nothing(self):
         """The same load at once on two routes to the same primary pool, one shadowed ("sess:")

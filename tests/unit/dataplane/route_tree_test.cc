@@ -33,9 +33,8 @@ class Recorder final : public RouteContext {
   void shadowWrite(const ShadowTarget& t, size_t i) override {
     calls.push_back("shadow-write " + name(t.pool) + " " + std::to_string(i));
   }
-  void shadowRead(const ShadowTarget& t, size_t i, bool compare) override {
-    calls.push_back("shadow-read " + name(t.pool) + " " + std::to_string(i) +
-                    (compare ? " compare" : ""));
+  void shadowRead(const ShadowTarget& t, size_t i) override {
+    calls.push_back("shadow-read " + name(t.pool) + " " + std::to_string(i));
   }
   void failOverTo(std::span<PoolRuntime* const> to, bool on_miss) override {
     std::string s = "failover";
@@ -126,7 +125,7 @@ TEST_CASE("every option composes in mcrouter's order: limit, TTL, shadow, failov
   CHECK(run(f.route, Req("set x:1 0 0 1\r\n")) ==
         std::vector<std::string>{"cap 3600", "shadow-write b 0", "failover c d", "pool a"});
   CHECK(run(f.route, Req("get x:1\r\n")) ==
-        std::vector<std::string>{"cap 3600", "shadow-read b 0 compare", "failover c d", "pool a"});
+        std::vector<std::string>{"cap 3600", "shadow-read b 0", "failover c d", "pool a"});
 }
 
 TEST_CASE("a refused request goes no further: no cap, no copy, no pool") {
@@ -186,7 +185,7 @@ TEST_CASE("shadow: percent chooses keys by hash, writes_only skips reads, me is 
   CHECK(run(f.route, Req("me x:1\r\n")) == std::vector<std::string>{"pool a"});
 }
 
-TEST_CASE("a multi-get's route copies its own keys, uncompared, and fails nothing over") {
+TEST_CASE("a multi-get's route copies its own keys and fails nothing over") {
   Fixture f;
   f.rc.shadow = mcring::config::ShadowConfig{"b", 100, false};
   f.route.shadow = &f.b;
