@@ -16,6 +16,7 @@
 namespace mcring::core {
 
 struct PoolRuntime;
+class BackendServer;
 class RouteStatePool;
 enum class Expect : uint8_t;  // pending_request.h
 
@@ -43,7 +44,24 @@ struct RouteState {
   std::string resend;
   std::string key;
 
+  // Failover of a multi-get's keys (route_failover.h): per key, its route's failover pools (a
+  // range of key_pools; none for a key whose route has no failover) and how far it went; and the
+  // servers the request's fragments were sent to (Fragment::server indexes this list then).
+  struct KeyFailover {
+    uint32_t offset = 0;
+    uint8_t count = 0;
+    uint8_t next = 0;
+    bool on_miss = false;
+    stats::RouteStats* stats = nullptr;  // the key's route
+  };
+  std::vector<KeyFailover> key_failover;
+  std::vector<PoolRuntime*> key_pools;
+  std::vector<BackendServer*> servers;
+
   bool failsOver() const { return next < failover.size(); }
+  // A multi-get part that fails is kept for failover (fragment failures are settled on
+  // completion, as replicated reads' are), not failed at once.
+  bool defersFragmentFailures() const { return !key_failover.empty(); }
 
   // Returns it to its pool (the pointer is cleared).
   static void release(RouteState*& s);
@@ -84,6 +102,9 @@ inline void RouteState::release(RouteState*& s) {
     ShadowProbe::release(k.probe);
   }
   s->key_probes.clear();
+  s->key_failover.clear();
+  s->key_pools.clear();
+  s->servers.clear();
   s->stats = nullptr;
   if (!s->failover.empty()) {
     s->owner->dropCopy(s->resend.size());

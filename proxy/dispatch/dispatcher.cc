@@ -42,7 +42,7 @@ void Dispatcher::dispatch(RequestSource& src, PoolRuntime& pool, const protocol:
 PendingRequest* Dispatcher::newRequest(protocol::Command command) {
   PendingRequest* r = src_->newRequest(command);
   r->pool = pool_;
-  if (route_ == nullptr && probe_ == nullptr && key_probes_.empty()) {
+  if (route_ == nullptr && probe_ == nullptr && key_probes_.empty() && multiget_failover_.empty()) {
     return r;
   }
   RouteState* st = worker_.routeStates().acquire();

@@ -71,7 +71,9 @@ class Dispatcher final : private RouteContext {
   void capTtl(uint32_t max_ttl) override;
   void shadowWrite(const ShadowTarget& target, size_t i) override;
   void shadowRead(const ShadowTarget& target, size_t i) override;
-  void failOverTo(std::span<PoolRuntime* const> pools, bool on_miss) override;
+  void failOverTo(const RouteCall& call, std::span<PoolRuntime* const> pools,
+                  bool on_miss) override;
+  void prepareMultigetFailover(PendingRequest& r);
   void sendTo(PoolRuntime& pool) override;
   void routedServers(std::vector<BackendServer*>& out) const;
   void prepareRouteFailover(std::string_view line, std::string_view key, Expect expect);
@@ -87,7 +89,7 @@ class Dispatcher final : private RouteContext {
   // The current get/gets goes out with its keys in lines shared with other requests
   // (coalesce_gets; gat/gats carry an exptime and keep lines of their own).
   bool coalescing() const {
-    return pool_->config().coalesce_gets && !failover_ready_ &&
+    return pool_->config().coalesce_gets && !failover_ready_ && multiget_failover_.empty() &&
            (req_->command == protocol::Command::Get || req_->command == protocol::Command::Gets);
   }
   // memcached closes a connection on a line other than get/gets with no newline in its first
@@ -156,6 +158,13 @@ class Dispatcher final : private RouteContext {
   // newRequest makes.
   std::span<PoolRuntime* const> failover_pools_;
   bool failover_on_miss_ = false;
+  // A multi-get's routes with failover (their keys may move: route_failover.h).
+  struct MultigetFailover {
+    uint32_t route = 0;
+    std::span<PoolRuntime* const> pools;
+    bool on_miss = false;
+  };
+  std::vector<MultigetFailover> multiget_failover_;
   bool failover_ready_ = false;
   Expect failover_expect_ = Expect::OneUnit;
   std::string failover_bytes_;

@@ -54,9 +54,11 @@ class RouteContext {
   // value's digest for a one-key read; hit or miss for a multi-get's key).
   virtual void shadowWrite(const ShadowTarget& target, size_t i) = 0;
   virtual void shadowRead(const ShadowTarget& target, size_t i) = 0;
-  // A one-key request keeps what it needs to go on to these pools, in order, if its pool fails
-  // it (and on a miss, with on_miss).
-  virtual void failOverTo(std::span<PoolRuntime* const> pools, bool on_miss) = 0;
+  // The call's keys go on to these pools, in order, if their pool fails them (and on a miss,
+  // with on_miss): a one-key request keeps what it needs to be sent again, a multi-get which of
+  // its keys may move.
+  virtual void failOverTo(const RouteCall& call, std::span<PoolRuntime* const> pools,
+                          bool on_miss) = 0;
   // The route's keys go to `pool`, through the pool's own dispatch (replication, spread,
   // warm-up, unavailable_* answers).
   virtual void sendTo(PoolRuntime& pool) = 0;

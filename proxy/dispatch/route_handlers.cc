@@ -60,9 +60,7 @@ void ShadowRoute::send(RouteContext& ctx, const RouteCall& call) const {
 }
 
 void FailoverRoute::send(RouteContext& ctx, const RouteCall& call) const {
-  if (call.oneKey()) {
-    ctx.failOverTo(pools_, on_miss_);
-  }
+  ctx.failOverTo(call, pools_, on_miss_);
   next()->send(ctx, call);
 }
 

@@ -67,7 +67,7 @@ class ShadowRoute final : public RouteHandler {
   ShadowTarget target_;
 };
 
-// failover: a one-key request its pool fails goes on to these pools in order
+// failover: a request (or a multi-get's key) its pool fails goes on to these pools in order
 // (route_failover.h; mcrouter's FailoverRoute and MissFailoverRoute).
 class FailoverRoute final : public RouteHandler {
  public:

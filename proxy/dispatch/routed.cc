@@ -68,6 +68,7 @@ void Dispatcher::dispatchRouted(std::string_view line) {
     ShadowProbe::release(k.probe);
   }
   key_probes_.clear();
+  multiget_failover_.clear();
   route_ = nullptr;
 }
 
@@ -283,7 +284,12 @@ void Dispatcher::shadowRead(const ShadowTarget& target, size_t i) {
   }
 }
 
-void Dispatcher::failOverTo(std::span<PoolRuntime* const> pools, bool on_miss) {
+void Dispatcher::failOverTo(const RouteCall& call, std::span<PoolRuntime* const> pools,
+                            bool on_miss) {
+  if (!call.oneKey()) {
+    multiget_failover_.push_back({call.route, pools, on_miss});
+    return;
+  }
   const std::string_view line = line_;
   Expect expect = Expect::Retrieval;  // a Direct get (not coalesced), which its route may send on
   if (protocol::commandClass(req_->command) != CommandClass::Retrieval) {
@@ -298,6 +304,24 @@ void Dispatcher::failOverTo(std::span<PoolRuntime* const> pools, bool on_miss) {
 
 void Dispatcher::sendTo(PoolRuntime& pool) {
   sent_to_ = &pool;
+}
+
+// A routed multi-get with failover on some of its routes (r: its request, before its fragments
+// are built): which pools each key may go on to.
+void Dispatcher::prepareMultigetFailover(PendingRequest& r) {
+  RouteState& st = *r.route;
+  st.key_failover.assign(key_routes_.size(), {});
+  for (const MultigetFailover& m : multiget_failover_) {
+    const auto offset = static_cast<uint32_t>(st.key_pools.size());
+    st.key_pools.insert(st.key_pools.end(), m.pools.begin(), m.pools.end());
+    for (size_t i = 0; i < key_routes_.size(); ++i) {
+      if (key_routes_[i] == m.route) {
+        st.key_failover[i] = {offset, static_cast<uint8_t>(m.pools.size()), 0, m.on_miss,
+                              client_pool_->routes[m.route].stats.get()};
+      }
+    }
+  }
+  r.rewrites = true;  // assembled whole: a key may still move when later keys have answered
 }
 
 // The request as its route's next pool would get it: the line as sent (no classic noreply

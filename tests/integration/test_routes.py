@@ -1083,6 +1083,58 @@ class FailoverTest(RoutesCase):
         print("\nm: failovers counted:", self.counter("m:", "failovers"))
         self.assertEqual(self.counter("m:", "failovers"), 12)
 
+    def test_multiget_keys_fail_over_by_route(self):
+        """Multi-gets across routes with the primary pool killed, then the second frozen: each
+        f: key is served by its route's next pool, m: keys missing in the primary come from the
+        second (failover_on_miss), the default route's keys from the third pool; every reply
+        whole and in the client's key order."""
+        self.start({"primary": 1, "second": 1, "third": 1}, self.FAILOVER_ROUTES,
+                   pool_extra={"primary": {"timeout": 300}, "second": {"timeout": 300}})
+        primary, second, third = (self.pools[n][0] for n in ("primary", "second", "third"))
+        fkeys = spread_keys("f:", 40)
+        mkeys = spread_keys("m:", 40)
+        dkeys = spread_keys("d", 40)
+        with second.conn() as s2, third.conn() as t3, primary.conn() as p1:
+            set_many_raw(s2, [(k, b"s-" + k) for k in fkeys + mkeys])
+            set_many_raw(t3, [(k, b"t-" + k) for k in fkeys + dkeys])
+            set_many_raw(p1, [(k, b"p-" + k) for k in mkeys[:20]])
+        c = self.conn(self.port, timeout=10)
+
+        def multigets(want_of):
+            """10 gets of 12 keys (4 of each family, interleaved); returns the errors."""
+            errors = 0
+            for j in range(0, 40, 4):
+                ks = [k for t in zip(fkeys[j:j + 4], mkeys[j:j + 4], dkeys[j:j + 4]) for k in t]
+                want = b"".join(value_reply(k, want_of(k))[:-5] for k in ks
+                                if want_of(k) is not None) + b"END\r\n"
+                errors += c.request(b"get " + b" ".join(ks) + b"\r\n") != want
+            return errors
+
+        # Primary up: the m: keys it has come from it, the ones it misses from the second; f:
+        # keys miss there (no failover on a miss for f:).
+        def primary_up(k):
+            if k.startswith(b"m:"):
+                return b"p-" + k if k in mkeys[:20] else b"s-" + k
+            return b"t-" + k if k.startswith(b"d") else None
+        self.assertEqual(multigets(primary_up), 0)
+        primary.kill()
+        errors = multigets(lambda k: b"s-" + k if k.startswith((b"f:", b"m:")) else b"t-" + k)
+        print("\nprimary killed: %d of 10 multi-gets wrong; f: failovers %d, m: failovers %d"
+              % (errors, self.counter("f:", "failovers"), self.counter("m:", "failovers")))
+        self.assertEqual(errors, 0)
+        second.pause()
+        try:
+            t0 = time.monotonic()
+            errors = multigets(lambda k: b"t-" + k if not k.startswith(b"m:") else None)
+            print("second frozen: 10 multi-gets in %.2f s, %d wrong" % (time.monotonic() - t0,
+                                                                         errors))
+        finally:
+            second.resume()
+        # f: keys from the third pool; m: keys have no pool left after the second: misses
+        # (unavailable_reads: miss), the rest of each get served.
+        self.assertEqual(errors, 0)
+        self.assertEqual(self.counter("f:", "errors"), 0)
+
 
 if __name__ == "__main__":
     unittest.main()

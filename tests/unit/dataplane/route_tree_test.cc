@@ -36,7 +36,7 @@ class Recorder final : public RouteContext {
   void shadowRead(const ShadowTarget& t, size_t i) override {
     calls.push_back("shadow-read " + name(t.pool) + " " + std::to_string(i));
   }
-  void failOverTo(std::span<PoolRuntime* const> to, bool on_miss) override {
+  void failOverTo(const RouteCall&, std::span<PoolRuntime* const> to, bool on_miss) override {
     std::string s = "failover";
     for (PoolRuntime* p : to) {
       s += " " + name(p);
@@ -185,7 +185,7 @@ TEST_CASE("shadow: percent chooses keys by hash, writes_only skips reads, me is 
   CHECK(run(f.route, Req("me x:1\r\n")) == std::vector<std::string>{"pool a"});
 }
 
-TEST_CASE("a multi-get's route copies its own keys and fails nothing over") {
+TEST_CASE("a multi-get's route copies its own keys and fails them over") {
   Fixture f;
   f.rc.shadow = mcring::config::ShadowConfig{"b", 100, false};
   f.route.shadow = &f.b;
@@ -195,5 +195,5 @@ TEST_CASE("a multi-get's route copies its own keys and fails nothing over") {
   // Keys 0 and 2 are this route's (index 1); key 1 is another route's.
   const Req r("get x:1 y:1 x:2\r\n", {1, 0, 1});
   CHECK(run(f.route, r, 1) ==
-        std::vector<std::string>{"shadow-read b 0", "shadow-read b 2", "pool a"});
+        std::vector<std::string>{"shadow-read b 0", "shadow-read b 2", "failover c", "pool a"});
 }
