@@ -25,6 +25,7 @@ import signal
 import threading
 import time
 import unittest
+import urllib.parse
 
 from binary_wire import (GAT, INCR, SET, BinaryConn, arith_extras, store_extras,
                          touch_extras)
@@ -1044,6 +1045,43 @@ class KeylessViewsTest(RoutesCase):
         for name, n in want_chunks.items():
             self.assertEqual(int(slabs.get(name, -1)), n, name)
         self.assertEqual(c.request(b"version\r\n")[:8], b"VERSION ")
+
+    def test_metadump_lists_every_serving_pool_and_a_frozen_pool_is_left_out(self):
+        """`lru_crawler metadump all` through the front lists the keys of every serving pool,
+        each once though two pools share a server; with a non-default pool's server frozen,
+        `stats` still answers (by its deadline) without it, and counts it as failed."""
+        servers = [Memcached() for _ in range(4)]
+        for s in servers:
+            self.addCleanup(s.stop)
+        s0, s1, s2, s3 = servers
+        self.start({"sessions": [s0, s1], "users": [s1, s2], "other": [s3]},
+                   ['prefix: "sess:"\n      pool: sessions', 'prefix: "user:"\n      pool: users',
+                    'default: other'], front_extra={"allow_dump": "true"},
+                   pool_extra={"users": {"timeout": 300}})
+        keys = spread_keys("sess:", 30) + spread_keys("user:", 30) + spread_keys("o", 30)
+        c = self.conn(self.port)
+        set_many_raw(c, [(k, b"v") for k in keys])
+        c.send(b"lru_crawler metadump all\r\n")
+        reply = c.recv_until(lambda b: b.endswith(b"END\r\n") or (
+            b.endswith(b"\r\n") and not b.startswith(b"key=")), timeout=DEADLINE_S)
+        self.assertTrue(reply.endswith(b"END\r\n"), reply[-200:])
+        dumped = [urllib.parse.unquote_to_bytes(ln[4:ln.index(b" ")])
+                  for ln in reply[:-5].split(b"\n")[:-1]]
+        print("\nmetadump through the front: %d keys (%d distinct) of %d set, over 4 servers "
+              "(one in two pools)" % (len(dumped), len(set(dumped)), len(keys)))
+        self.assertEqual(sorted(dumped), sorted(keys))
+        s2.pause()
+        self.addCleanup(s2.resume)
+        held = sum(int(s.stats()["curr_items"]) for s in (s0, s1, s3))
+        st = parse_stats(c.request(b"stats\r\n", timeout=DEADLINE_S))
+        print("with users' %s frozen: stats curr_items %s (the 3 others hold %d), servers "
+              "answered %s, failed %s" % (s2.addr, st.get("curr_items"), held,
+                                          st.get("mcring_stats_servers"),
+                                          st.get("mcring_stats_servers_failed")))
+        self.assertEqual(int(st["curr_items"]), held)
+        self.assertEqual(st["mcring_stats_servers"], "3")
+        self.assertEqual(st["mcring_stats_servers_failed"], "1")
+        self.assertTrue(c.alive())
 
 
 def value_reply(key, value, flags=0):
