@@ -19,6 +19,7 @@
 #include "proxy/common/log.h"
 #include "proxy/common/written_file.h"
 #include "proxy/control/proxy.h"
+#include "proxy/control/resolve_once.h"
 #include "proxy/net/event_loop.h"
 
 namespace {
@@ -115,10 +116,10 @@ void keepMallocTopPad() {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "route") == 0) {
-    return mcring::cli::runRouteCommand(argc - 1, argv + 1);
+    return mcring::cli::runRouteCommand(argc - 1, argv + 1, mcring::core::resolveDiscoveredOnce);
   }
   if (argc > 1 && std::strcmp(argv[1], "plan") == 0) {
-    return mcring::cli::runPlanCommand(argc - 1, argv + 1);
+    return mcring::cli::runPlanCommand(argc - 1, argv + 1, mcring::core::resolveDiscoveredOnce);
   }
 
   mcring::core::ProxyOptions options;

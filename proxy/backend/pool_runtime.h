@@ -82,8 +82,9 @@ struct PoolRuntime {
   // servers of its own. `route_table` maps a key to its index in `routes`.
   std::vector<RouteRuntime> routes;
   routing::PrefixTable route_table;
-  // Keyless commands (stats views, version, lru_crawler) of a routed listener are answered by
-  // this pool: the default route's, else the first route's.
+  // The pool a routed listener's keyless commands are tagged with (the default route's, else
+  // the first route's); their stats views are merged over every pool the routes serve from
+  // (dispatch/serving_pools.h).
   PoolRuntime* home = nullptr;
   bool routed() const { return !routes.empty(); }
 

@@ -134,7 +134,7 @@ class Dispatcher final : private RouteContext {
   PoolRuntime* pool_ = nullptr;
   // The session's pool (a routed listener's client-side keys: allow_dump), whichever pool_ the
   // request is dispatched to.
-  const PoolRuntime* client_pool_ = nullptr;
+  PoolRuntime* client_pool_ = nullptr;
   const protocol::Request* req_ = nullptr;
   std::vector<uint32_t> routes_;  // scratch: server of each key of a multi-get
   // Routes: the request's route (null: not routed), a shadowed read's probe not yet given to

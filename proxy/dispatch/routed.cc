@@ -53,8 +53,10 @@ void Dispatcher::dispatchRouted(std::string_view line) {
       dispatchToPool(line);
       break;
     case CommandClass::Local:
-      // memcached's stats views, version and lru_crawler come from one pool: the default
-      // route's, else the first route's. mcring's own `stats` is the process's, as anywhere.
+      // memcached's stats views, version and lru_crawler metadump are merged over every pool
+      // the routes serve from (answerLocal, serving_pools.h); the request is tagged with the
+      // home pool (the default route's, else the first route's) for its other local answers.
+      // mcring's own `stats` is the process's, as anywhere.
       if (front.home == nullptr) {
         answerRouted(kNoRouteLine);
         break;

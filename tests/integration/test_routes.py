@@ -25,6 +25,7 @@ import signal
 import threading
 import time
 import unittest
+import urllib.parse
 
 from binary_wire import (GAT, INCR, SET, BinaryConn, arith_extras, store_extras,
                          touch_extras)
@@ -97,11 +98,15 @@ class RoutesCase(IntegrationCase):
     """start(): memcached per pool, then an mcring whose front routes to them."""
 
     def start(self, pools, routes, front_extra=None, pool_extra=None):
-        """pools: {name: number of servers}; routes: YAML lines of the front's routes list."""
+        """pools: {name: number of servers, or a list of started Memcached (two pools may
+        share one)}; routes: YAML lines of the front's routes list."""
         self.tmp = make_tmpdir("mcring-routes-")
         self.addCleanup(remove_tmpdir, self.tmp)
         self.pools = {}
         for name, n in pools.items():
+            if not isinstance(n, int):
+                self.pools[name] = list(n)
+                continue
             self.pools[name] = []
             for _ in range(n):
                 b = Memcached()
@@ -156,7 +161,11 @@ class RoutesCase(IntegrationCase):
         return "?"
 
     def all_backends(self):
-        return [b for bs in self.pools.values() for b in bs]
+        """Every memcached of the pools, once (two pools may share one)."""
+        out = []
+        for bs in self.pools.values():
+            out += [b for b in bs if b not in out]
+        return out
 
     def holders(self, keys):
         """{key: [backends holding it]} asked of every memcached directly."""
@@ -986,8 +995,8 @@ class KeylessTest(RoutesCase):
 
     def test_flush_all_and_keyless_views(self):
         """flush_all is refused as on any listener without allow_flush_all; with it (by
-        reload), it reaches every pool of the routes. Keyless views come from the default
-        route's pool."""
+        reload), it reaches every pool of the routes. Keyless views are merged over every
+        pool of the routes (KeylessViewsTest)."""
         self.start(STANDARD_POOLS, STANDARD_ROUTES)
         keys = spread_keys("sess:", 20) + spread_keys("user:", 20) + spread_keys("o", 20)
         c = self.conn(self.port)
@@ -997,7 +1006,7 @@ class KeylessTest(RoutesCase):
         in_default = sum(int(b.stats()["curr_items"]) for b in self.pools["other"])
         print("\nstats items through the front: items:1:number %s; the default pool holds %d "
               "of %d" % (items.get("items:1:number"), in_default, len(keys)))
-        self.assertEqual(int(items["items:1:number"]), in_default)
+        self.assertEqual(int(items["items:1:number"]), len(keys))
         self.assertEqual(c.request(b"version\r\n")[:8], b"VERSION ")
         self.assertEqual(c.request(b"flush_all\r\n"), b"CLIENT_ERROR flush_all not allowed\r\n")
         self.assertEqual(sum(len(hs) for hs in self.holders(keys).values()), len(keys))
@@ -1014,6 +1023,109 @@ class KeylessTest(RoutesCase):
         self.assertIn(b"has routes and no servers", body)
         status, body = admin_http(self.proxy.admin_port, "POST", "/whatif/other")
         self.assertNotIn(b"has routes", body)  # a pool it routes to is planned as any pool
+
+
+def server_view(backend, args):
+    with backend.conn() as c:
+        return parse_stats(c.request(b"stats%s\r\n" % ((b" " + args) if args else b"")))
+
+
+class KeylessViewsTest(RoutesCase):
+
+    def test_stats_views_merge_every_serving_pool_each_server_once(self):
+        """A routed listener's memcached views (`stats`, `stats items`, `stats slabs`) are merged
+        over the servers of every pool its routes serve from, each server once though two pools
+        name it; a shadow pool (which serves no client) is left out."""
+        servers = [Memcached() for _ in range(6)]
+        for s in servers:
+            self.addCleanup(s.stop)
+        s0, s1, s2, s3, s4, s5 = servers
+        self.start({"sessions": [s0, s1], "users": [s1, s2], "other": [s3, s4],
+                    "mirror": [s5]},
+                   ['prefix: "sess:"\n      pool: sessions\n'
+                    '      shadow: { pool: mirror, percent: 100, writes_only: true }',
+                    'prefix: "user:"\n      pool: users',
+                    'default: other'])
+        serving = [s0, s1, s2, s3, s4]
+        sess = spread_keys("sess:", 60)
+        c = self.conn(self.port)
+        # Sessions' values are large: their slab class holds nothing of the default pool's.
+        set_many_raw(c, [(k, b"s" * 3000) for k in sess])
+        set_many_raw(c, [(k, b"u" * 10) for k in spread_keys("user:", 40)])
+        set_many_raw(c, [(k, b"o" * 10) for k in spread_keys("o", 40)])
+        # The shadow copies are sent after the client's replies: await them on the mirror.
+        self.assertTrue(wait_until(lambda: int(s5.stats()["curr_items"]) == len(sess)),
+                        "the shadow pool did not get its copies")
+        direct = [s.stats() for s in serving]
+        want_curr = sum(int(d["curr_items"]) for d in direct)
+        want_total = sum(int(d["total_items"]) for d in direct)
+        want_items, want_chunks = {}, {}
+        for s in serving:
+            for name, v in server_view(s, b"items").items():
+                if name.endswith(":number"):
+                    want_items[name] = want_items.get(name, 0) + int(v)
+            for name, v in server_view(s, b"slabs").items():
+                if name.endswith(":used_chunks"):
+                    want_chunks[name] = want_chunks.get(name, 0) + int(v)
+        default_only = set()
+        for s in self.pools["other"]:
+            default_only |= {n for n in server_view(s, b"items") if n.endswith(":number")}
+        routed_only = sorted(set(want_items) - default_only)
+        got = parse_stats(c.request(b"stats\r\n"))
+        items = parse_stats(c.request(b"stats items\r\n"))
+        slabs = parse_stats(c.request(b"stats slabs\r\n"))
+        print("\nthrough the front: curr_items %s total_items %s; the 5 serving servers "
+              "directly: %d %d (the shared server counted once; the shadow pool's %s left out)"
+              % (got.get("curr_items"), got.get("total_items"), want_curr, want_total,
+                 s5.stats()["curr_items"]))
+        print("stats items through the front:", {n: items.get(n) for n in sorted(want_items)},
+              "directly:", want_items, "classes only outside the default pool:", routed_only)
+        self.assertEqual(want_curr, 140)  # each key on one serving server
+        self.assertEqual(int(got["curr_items"]), want_curr)
+        self.assertEqual(int(got["total_items"]), want_total)
+        self.assertTrue(routed_only, "the sessions' class is in the default pool too")
+        for name, n in want_items.items():
+            self.assertEqual(int(items.get(name, -1)), n, name)
+        for name, n in want_chunks.items():
+            self.assertEqual(int(slabs.get(name, -1)), n, name)
+        self.assertEqual(c.request(b"version\r\n")[:8], b"VERSION ")
+
+    def test_metadump_lists_every_serving_pool_and_a_frozen_pool_is_left_out(self):
+        """`lru_crawler metadump all` through the front lists the keys of every serving pool,
+        each once though two pools share a server; with a non-default pool's server frozen,
+        `stats` still answers (by its deadline) without it, and counts it as failed."""
+        servers = [Memcached() for _ in range(4)]
+        for s in servers:
+            self.addCleanup(s.stop)
+        s0, s1, s2, s3 = servers
+        self.start({"sessions": [s0, s1], "users": [s1, s2], "other": [s3]},
+                   ['prefix: "sess:"\n      pool: sessions', 'prefix: "user:"\n      pool: users',
+                    'default: other'], front_extra={"allow_dump": "true"},
+                   pool_extra={"users": {"timeout": 300}})
+        keys = spread_keys("sess:", 30) + spread_keys("user:", 30) + spread_keys("o", 30)
+        c = self.conn(self.port)
+        set_many_raw(c, [(k, b"v") for k in keys])
+        c.send(b"lru_crawler metadump all\r\n")
+        reply = c.recv_until(lambda b: b.endswith(b"END\r\n") or (
+            b.endswith(b"\r\n") and not b.startswith(b"key=")), timeout=DEADLINE_S)
+        self.assertTrue(reply.endswith(b"END\r\n"), reply[-200:])
+        dumped = [urllib.parse.unquote_to_bytes(ln[4:ln.index(b" ")])
+                  for ln in reply[:-5].split(b"\n")[:-1]]
+        print("\nmetadump through the front: %d keys (%d distinct) of %d set, over 4 servers "
+              "(one in two pools)" % (len(dumped), len(set(dumped)), len(keys)))
+        self.assertEqual(sorted(dumped), sorted(keys))
+        s2.pause()
+        self.addCleanup(s2.resume)
+        held = sum(int(s.stats()["curr_items"]) for s in (s0, s1, s3))
+        st = parse_stats(c.request(b"stats\r\n", timeout=DEADLINE_S))
+        print("with users' %s frozen: stats curr_items %s (the 3 others hold %d), servers "
+              "answered %s, failed %s" % (s2.addr, st.get("curr_items"), held,
+                                          st.get("mcring_stats_servers"),
+                                          st.get("mcring_stats_servers_failed")))
+        self.assertEqual(int(st["curr_items"]), held)
+        self.assertEqual(st["mcring_stats_servers"], "3")
+        self.assertEqual(st["mcring_stats_servers_failed"], "1")
+        self.assertTrue(c.alive())
 
 
 def value_reply(key, value, flags=0):
