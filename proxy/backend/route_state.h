@@ -56,7 +56,10 @@ struct RouteState {
   };
   std::vector<KeyFailover> key_failover;
   std::vector<PoolRuntime*> key_pools;
+  // Parallel: a server and its pool. A pool outlives every request; a server a reload removed
+  // may be gone once idle, so it is looked up in its pool again before use after a wait.
   std::vector<BackendServer*> servers;
+  std::vector<PoolRuntime*> server_pools;
 
   bool failsOver() const { return next < failover.size(); }
   // A multi-get part that fails is kept for failover (fragment failures are settled on
@@ -105,6 +108,7 @@ inline void RouteState::release(RouteState*& s) {
   s->key_failover.clear();
   s->key_pools.clear();
   s->servers.clear();
+  s->server_pools.clear();
   s->stats = nullptr;
   if (!s->failover.empty()) {
     s->owner->dropCopy(s->resend.size());

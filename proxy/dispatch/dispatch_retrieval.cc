@@ -164,9 +164,11 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
   src_->input().drain(req_->line_length);
   if (route_failover) {
     // Its fragments name their servers in the request's own list, which failover extends.
-    std::vector<BackendServer*>& servers = r->route->servers;
+    RouteState& st = *r->route;
     for (uint32_t f = 0; f < count; ++f) {
-      servers.push_back(&serverAt(r->fragments[f].server));
+      BackendServer& server = serverAt(r->fragments[f].server);
+      st.servers.push_back(&server);
+      st.server_pools.push_back(&server.pool());
       r->fragments[f].server = f;
     }
   }

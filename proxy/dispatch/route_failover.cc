@@ -58,8 +58,10 @@ bool moveMultigetKeys(PendingRequest& r, RouteState& st) {
       }
       const std::string_view key = multigetKey(r, i);
       BackendServer* to = nullptr;
+      PoolRuntime* to_pool = nullptr;
       while (to == nullptr && kf.next < kf.count) {
-        to = st.key_pools[kf.offset + kf.next++]->currentServer(key);
+        to_pool = st.key_pools[kf.offset + kf.next++];
+        to = to_pool->currentServer(key);
       }
       if (to == nullptr) {
         continue;  // a reload removed the pools left
@@ -71,6 +73,7 @@ bool moveMultigetKeys(PendingRequest& r, RouteState& st) {
       const auto server = static_cast<uint32_t>(at - st.servers.begin());
       if (at == st.servers.end()) {
         st.servers.push_back(to);
+        st.server_pools.push_back(to_pool);
       }
       const size_t add = key.size() + 1;
       uint32_t nf = first_new;
@@ -143,8 +146,13 @@ void settleMultiget(PendingRequest& r, const RouteState& st, WorkerContext& work
     if (keys == 0) {
       continue;
     }
+    // Its server, if a reload did not remove it meanwhile (then it may be gone: not counted).
+    PoolRuntime& pool = *st.server_pools[fr.server];
     BackendServer* server = st.servers[fr.server];
-    if (answerUnavailableKeys(r, server->pool(), server, fr.failure, keys, worker)) {
+    if (std::find(pool.by_index.begin(), pool.by_index.end(), server) == pool.by_index.end()) {
+      server = nullptr;
+    }
+    if (answerUnavailableKeys(r, pool, server, fr.failure, keys, worker)) {
       fr.unavailable = true;
       continue;
     }
