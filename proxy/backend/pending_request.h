@@ -14,6 +14,7 @@
 
 #include "proxy/backend/backend_failure.h"
 #include "proxy/backend/hot_spread.h"
+#include "proxy/backend/replica_write_state.h"
 #include "proxy/backend/route_state.h"
 #include "proxy/net/buffer.h"
 #include "proxy/protocol/binary_translation.h"
@@ -111,20 +112,6 @@ struct SpreadRead {
 inline constexpr uint64_t kSpreadPending = ~uint64_t{0} - 1;
 inline constexpr uint64_t kSpreadFailed = ~uint64_t{0};
 
-// Replication (backend/replica_write.h, dispatch/failover.h): the most replicas of a key
-// (routing::kMaxReplicas; checked where the dispatcher fills these arrays).
-inline constexpr uint32_t kReplicaSlots = 8;
-
-// What one replica did with a write sent to every replica of its key.
-enum class ReplicaOutcome : uint8_t {
-  Pending,  // sent, not answered yet
-  Success,  // STORED, DELETED, TOUCHED, a number, OK, HD, VA, or nothing (meta q)
-  Refusal,  // NOT_STORED, EXISTS, NOT_FOUND, NS, EX, NF, EN
-  Error,    // ERROR, CLIENT_ERROR, SERVER_ERROR
-  Failed,   // no reply: unavailable, connection failed or closed, timeout
-  Skipped,  // not sent: a cas the primary did not store
-};
-
 // Part of a multi-key get that went to one backend.
 struct Fragment {
   uint32_t server = 0;                // index in the pool's server list
@@ -219,25 +206,13 @@ struct PendingRequest {
   // get: the keys served by a copy; gat/gats: the spread keys whose TTL it changes (copy 0)
   std::vector<SpreadRead> spread_reads;
 
-  // Replication: a write sent to every replica of its key (backend/replica_write.h). Never
-  // streamed (rewrites): the client's reply is composed from the replicas' (replica_units).
-  uint8_t replica_count = 0;     // 0: not a replicated write
-  bool replica_all = false;      // replica_write_reply: all (else primary)
-  bool replica_cas = false;      // cas / ms with C: to the primary; then a set to the others
-  bool replica_quiet = false;    // meta q: each replica's answer ends with the mn mcring added
-  uint64_t replica_session = 0;  // the client's session id: which connection
-  const void* replica_topology = nullptr;  // the snapshot replica_servers index into
-  std::array<uint32_t, kReplicaSlots> replica_servers{};
-  std::array<ReplicaOutcome, kReplicaSlots> replica_outcome{};
-  std::array<BackendFailure, kReplicaSlots> replica_failure{};
-  std::array<std::string, kReplicaSlots> replica_units;  // each replica's reply bytes
-  std::string replica_followup;    // cas: the plain set (line and data) for the other replicas
-  uint64_t return_flush_mark = 0;  // a return flush_all: the missed-write count it covers
-  // The key as sent (base64 text with replica_key_b64), for the `md` that replaces a flush when
-  // memcached closed the connection under the write (replica_write.cc, onConnectionLost).
-  std::string replica_key;
-  bool replica_key_b64 = false;
-  uint8_t replica_invalidated = 0;  // bit i: replica i gets an md instead of being marked stale
+  // Replication: a write sent to every replica of its key (backend/replica_write.h;
+  // replica_write_state.h; null: not a replicated write). Never streamed (rewrites): the
+  // client's reply is composed from the replicas'.
+  ReplicaWrite* replica = nullptr;
+  uint64_t replica_session = 0;            // the client's session id: which connection
+  const void* replica_topology = nullptr;  // the snapshot replica servers index into
+  uint64_t return_flush_mark = 0;          // a return flush_all: the missed-write count it covers
 
   // Read failover (dispatch/failover.h): a read of a pool with replicas > 1. A Direct one (mg)
   // keeps what it needs to go again to the key's next replica. Never streamed (rewrites).
@@ -298,18 +273,7 @@ struct PendingRequest {
     spread_replies.clear();
     spread_primary_ok = false;
     spread_reads.clear();
-    if (replica_count > 0) {
-      for (uint32_t i = 0; i < replica_count; ++i) {
-        replica_units[i].clear();
-      }
-      replica_count = 0;
-      replica_followup.clear();
-      replica_key.clear();
-    }
-    replica_invalidated = 0;
-    replica_all = false;
-    replica_cas = false;
-    replica_quiet = false;
+    ReplicaWrite::release(replica);
     replica_topology = nullptr;
     replica_read = false;
     read_failed_at = nullptr;

@@ -38,11 +38,11 @@ ReplicaOutcome classifyReplicaReply(const protocol::Reply& rep) {
 
 void recordReplicaReply(PendingRequest& r, uint32_t i, const protocol::Reply& rep,
                         std::string_view unit) {
-  if (i >= r.replica_count) {
+  if (i >= r.replica->count) {
     return;
   }
-  r.replica_outcome[i] = classifyReplicaReply(rep);
-  r.replica_units[i].assign(unit);
+  r.replica->outcome[i] = classifyReplicaReply(rep);
+  r.replica->units[i].assign(unit);
 }
 
 namespace {
@@ -51,12 +51,13 @@ namespace {
 void sendFollowups(PendingRequest& r, BackendServer& primary) {
   PoolRuntime& pool = primary.pool();
   auto& c = primary.worker().counters();
-  for (uint32_t i = 1; i < r.replica_count; ++i) {
-    if (r.replica_topology != pool.topology.get() || r.replica_servers[i] >= pool.by_index.size()) {
-      r.replica_outcome[i] = ReplicaOutcome::Skipped;  // a reload in between: indices moved
+  for (uint32_t i = 1; i < r.replica->count; ++i) {
+    if (r.replica_topology != pool.topology.get() ||
+        r.replica->servers[i] >= pool.by_index.size()) {
+      r.replica->outcome[i] = ReplicaOutcome::Skipped;  // a reload in between: indices moved
       continue;
     }
-    BackendServer* server = pool.by_index[r.replica_servers[i]];
+    BackendServer* server = pool.by_index[r.replica->servers[i]];
     stats::bump(server->stats().stores);
     BackendConnection* conn = server->connectionFor(r.replica_session);
     if (conn == nullptr) {
@@ -64,12 +65,12 @@ void sendFollowups(PendingRequest& r, BackendServer& primary) {
       server->countFailure(server->lastFailure());
       continue;
     }
-    r.replica_outcome[i] = ReplicaOutcome::Pending;
-    conn->output().append(r.replica_followup);
+    r.replica->outcome[i] = ReplicaOutcome::Pending;
+    conn->output().append(r.replica->followup);
     ++r.fragments_left;
     stats::bump(c.replica_writes);
     conn->expect(&r, replicaWriteHandler(), replicaWriteTag(i, false), Expect::OneUnit,
-                 r.replica_followup.size());
+                 r.replica->followup.size());
   }
 }
 
@@ -106,10 +107,10 @@ void sendReplicaInvalidate(BackendConnection& conn, PendingRequest& r, uint32_t 
   md->noreply = true;
   md->command = protocol::Command::MetaDelete;
   protocol::RequestWriter line(conn.output());
-  line.metaDelete(r.replica_key, r.replica_key_b64);
+  line.metaDelete(r.replica->key, r.replica->key_b64);
   conn.expect(md, replica_invalidate_reply, 0, Expect::OneUnit, line.written());
   w.requests().release(md);
-  r.replica_invalidated |= static_cast<uint8_t>(1u << i);
+  r.replica->invalidated |= static_cast<uint8_t>(1u << i);
 }
 
 // A write at replica i of its key (tag: i, and kQuietTag for a meta q write).
@@ -147,7 +148,7 @@ class ReplicaWriteReply final : public ReplyHandler {
   // start, or the md fails, the server is marked stale after all (return_flush).
   bool onConnectionLost(BackendConnection& conn, PendingRequest& r, uint32_t tag) override {
     const uint32_t i = tag & ~kQuietTag;
-    if (r.replica_key.empty() || i >= r.replica_count) {
+    if (r.replica->key.empty() || i >= r.replica->count) {
       return true;
     }
     if (conn.state() == BackendConnection::State::Closed && !conn.ensureConnected()) {
@@ -179,19 +180,19 @@ int rank(ReplicaOutcome o) {
 }
 
 uint32_t chosenReplica(const PendingRequest& r) {
-  if (r.replica_all) {
+  if (r.replica->all) {
     uint32_t best = 0;
     int best_rank = -1;
-    for (uint32_t i = 0; i < r.replica_count; ++i) {
-      if (rank(r.replica_outcome[i]) > best_rank) {
-        best_rank = rank(r.replica_outcome[i]);
+    for (uint32_t i = 0; i < r.replica->count; ++i) {
+      if (rank(r.replica->outcome[i]) > best_rank) {
+        best_rank = rank(r.replica->outcome[i]);
         best = i;
       }
     }
     return best;
   }
-  for (uint32_t i = 0; i < r.replica_count; ++i) {
-    if (answered(r.replica_outcome[i])) {
+  for (uint32_t i = 0; i < r.replica->count; ++i) {
+    if (answered(r.replica->outcome[i])) {
       return i;
     }
   }
@@ -209,46 +210,46 @@ uint32_t replicaWriteTag(uint32_t i, bool quiet) {
 }
 
 bool replicaAnswered(PendingRequest& r, uint32_t i, BackendServer& server) {
-  if (i >= r.replica_count) {
+  if (i >= r.replica->count) {
     return false;
   }
-  ReplicaOutcome& o = r.replica_outcome[i];
+  ReplicaOutcome& o = r.replica->outcome[i];
   if (o == ReplicaOutcome::Pending) {
     o = ReplicaOutcome::Success;  // meta q: the nominal reply was hidden
   }
   bool invalidate = false;
-  if (o == ReplicaOutcome::Error && r.replica_units[i].starts_with("SERVER_ERROR")) {
+  if (o == ReplicaOutcome::Error && r.replica->units[i].starts_with("SERVER_ERROR")) {
     stats::bump(server.stats().replica_write_failures);
     // It may still hold the value this write replaced (an append refused for memory keeps the
     // old one): its copy of this key goes, not the server's whole contents.
-    if (r.replica_key.empty()) {
+    if (r.replica->key.empty()) {
       server.missedWrite();
     } else {
       invalidate = true;
     }
   }
-  if (i == 0 && r.replica_cas && o == ReplicaOutcome::Success && r.replica_count > 1) {
+  if (i == 0 && r.replica->cas && o == ReplicaOutcome::Success && r.replica->count > 1) {
     sendFollowups(r, server);
   }
   return invalidate;
 }
 
 void replicaFailed(PendingRequest& r, uint32_t i, BackendFailure why, BackendServer& server) {
-  if (i >= r.replica_count) {
+  if (i >= r.replica->count) {
     return;
   }
-  r.replica_outcome[i] = ReplicaOutcome::Failed;
-  r.replica_failure[i] = why;
+  r.replica->outcome[i] = ReplicaOutcome::Failed;
+  r.replica->failure[i] = why;
   stats::bump(server.stats().replica_write_failures);
-  if ((r.replica_invalidated & (1u << i)) == 0) {
+  if ((r.replica->invalidated & (1u << i)) == 0) {
     server.missedWrite();
   }
 }
 
 uint32_t pendingReplicas(const PendingRequest& r) {
   uint32_t n = 0;
-  for (uint32_t i = 0; i < r.replica_count; ++i) {
-    n += r.replica_outcome[i] == ReplicaOutcome::Pending ? 1 : 0;
+  for (uint32_t i = 0; i < r.replica->count; ++i) {
+    n += r.replica->outcome[i] == ReplicaOutcome::Pending ? 1 : 0;
   }
   return n;
 }
@@ -257,11 +258,11 @@ bool replicaWriteDecided(const PendingRequest& r) {
   if (pendingReplicas(r) == 0) {
     return true;
   }
-  if (r.replica_all) {
+  if (r.replica->all) {
     return false;
   }
-  for (uint32_t i = 0; i < r.replica_count; ++i) {
-    const ReplicaOutcome o = r.replica_outcome[i];
+  for (uint32_t i = 0; i < r.replica->count; ++i) {
+    const ReplicaOutcome o = r.replica->outcome[i];
     if (answered(o)) {
       return true;
     }
@@ -273,7 +274,7 @@ bool replicaWriteDecided(const PendingRequest& r) {
 }
 
 void completeDecidedReplicaWrite(PendingRequest& r, stats::WorkerCounters& c) {
-  if (r.replica_count == 0 || r.complete || r.fragments_left - 1 != pendingReplicas(r) ||
+  if (r.replica == nullptr || r.complete || r.fragments_left - 1 != pendingReplicas(r) ||
       !replicaWriteDecided(r)) {
     return;
   }
@@ -286,18 +287,18 @@ void completeDecidedReplicaWrite(PendingRequest& r, stats::WorkerCounters& c) {
 
 void composeReplicaReply(PendingRequest& r, stats::WorkerCounters& c) {
   const uint32_t i = chosenReplica(r);
-  const ReplicaOutcome o = r.replica_outcome[i];
+  const ReplicaOutcome o = r.replica->outcome[i];
   r.reply.drain(r.reply.size());
   if (o == ReplicaOutcome::Failed || o == ReplicaOutcome::Pending || o == ReplicaOutcome::Skipped) {
     stats::bump(c.server_errors);
     // Classic noreply gets nothing back even on failure; meta q always returns errors.
     if (!r.noreply) {
       r.reply.append(backendFailureReply(
-          o == ReplicaOutcome::Failed ? r.replica_failure[i] : BackendFailure::Unavailable));
+          o == ReplicaOutcome::Failed ? r.replica->failure[i] : BackendFailure::Unavailable));
     }
     return;
   }
-  std::string_view unit = r.replica_units[i];
+  std::string_view unit = r.replica->units[i];
   if (r.noreply) {
     // Classic noreply: memcached silences every reply but SERVER_ERROR (too large excepted).
     if (!unit.starts_with("SERVER_ERROR") || unit == protocol::kTooLargeLine) {

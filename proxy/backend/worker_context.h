@@ -35,6 +35,7 @@ class WorkerContext {
   net::EventLoop& loop() { return *loop_; }
   RequestPool& requests() { return requests_; }
   RouteStatePool& routeStates() { return route_states_; }
+  ReplicaWritePool& replicaWrites() { return replica_writes_; }
   WarmupRegistry& warmup() { return warmup_; }
   stats::WorkerCounters& counters() { return counters_; }
   stats::BackendStatsList& backendStats() { return backend_stats_; }
@@ -52,6 +53,7 @@ class WorkerContext {
   std::unique_ptr<net::EventLoop> loop_;
   // Declared before the request pool, so destroyed after it: recycled requests return theirs.
   RouteStatePool route_states_;
+  ReplicaWritePool replica_writes_;
   RequestPool requests_;
   WarmupRegistry warmup_;
   stats::WorkerCounters counters_;

@@ -107,14 +107,15 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
     });
   }
   r->rewrites = true;
-  r->replica_count = static_cast<uint8_t>(n);
-  r->replica_all = pool_->config().replica_write_all;
-  r->replica_quiet = quiet;
-  r->replica_cas = cas && n > 1;
+  r->replica = worker_.replicaWrites().acquire();
+  r->replica->count = static_cast<uint8_t>(n);
+  r->replica->all = pool_->config().replica_write_all;
+  r->replica->quiet = quiet;
+  r->replica->cas = cas && n > 1;
   r->replica_session = src_->id();
   r->replica_topology = pool_->topology.get();
-  r->replica_key.assign(req_->keys[0].in(line));
-  r->replica_key_b64 = req_->key_base64;
+  r->replica->key.assign(req_->keys[0].in(line));
+  r->replica->key_b64 = req_->key_base64;
   r->fragments_left = 0;
   countForBackend(*pool_->by_index[set[0]], key);
   if (pool_->warmup) {
@@ -124,9 +125,9 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
   }
   // Meta q is kept (the backend applies it; mcring's mn follows).
   const std::string& head = lineAsSent(line, meta ? protocol::Span() : req_->noreply_token);
-  if (r->replica_cas) {
+  if (r->replica->cas) {
     // What the other replicas get if the primary applies the cas.
-    std::string& fu = r->replica_followup;
+    std::string& fu = r->replica->followup;
     fu.clear();
     protocol::RequestWriter followup(fu);
     if (req_->command == Command::Cas) {
@@ -159,17 +160,17 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
   in.drain(req_->line_length);
   const uint64_t data_length = req_->has_data ? req_->value_length + 2 : 0;
   const std::string_view data = data_length > 0 ? in.contiguous(data_length) : std::string_view();
-  if (r->replica_cas && req_->command != Command::MetaArithmetic) {
-    r->replica_followup.append(data);
+  if (r->replica->cas && req_->command != Command::MetaArithmetic) {
+    r->replica->followup.append(data);
   }
   auto& counters = worker_.counters();
   for (uint32_t i = 0; i < n; ++i) {
     BackendServer* server = pool_->by_index[set[i]];
-    r->replica_servers[i] = set[i];
-    r->replica_units[i].clear();
-    r->replica_outcome[i] = ReplicaOutcome::Pending;
-    if (i > 0 && r->replica_cas) {
-      r->replica_outcome[i] = ReplicaOutcome::Skipped;  // until the primary stored it
+    r->replica->servers[i] = set[i];
+    r->replica->units[i].clear();
+    r->replica->outcome[i] = ReplicaOutcome::Pending;
+    if (i > 0 && r->replica->cas) {
+      r->replica->outcome[i] = ReplicaOutcome::Skipped;  // until the primary stored it
       continue;
     }
     if (i > 0) {
