@@ -49,7 +49,12 @@ class Dispatcher {
     route_ = nullptr;
     across_ = nullptr;
     failover_ready_ = false;
+    traced_ = nullptr;
   }
+  // The watch stream or the slow-request log wants this request (stats/request_watch.h):
+  // newRequest marks it with its start time, first key (from line_) and route.
+  void traceRequest(PendingRequest* r);
+  static std::string watchAnswer(std::string_view args, bool allowed);
   // The request's FIFO slot, tagged with the pool it is routed to (and its route, and a
   // shadowed read's probe).
   PendingRequest* newRequest(protocol::Command command);
@@ -129,6 +134,10 @@ class Dispatcher {
   // Routes: the request's route (null: not routed), a shadowed read's probe not yet given to
   // its request, a multi-get's servers across pools (null: the pool's by_index), and scratch.
   RouteRuntime* route_ = nullptr;
+  // The line of the request being dispatched (valid until its bytes are drained, which is
+  // after newRequest), and the request traceRequest marked (countForBackend adds its server).
+  std::string_view line_;
+  PendingRequest* traced_ = nullptr;
   ShadowProbe* probe_ = nullptr;
   const std::vector<BackendServer*>* across_ = nullptr;
   std::vector<BackendServer*> across_servers_;

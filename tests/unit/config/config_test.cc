@@ -104,6 +104,9 @@ TEST_CASE("config/examples/local.yml is what `make run` starts") {
   CHECK(p.routing.distribution == routing::Distribution::Ketama);
   CHECK(p.timeout_ms == 1000u);
   CHECK(p.allow_flush_all);  // a local playground
+  CHECK(p.allow_watch);
+  CHECK(p.log_keys == LogKeys::Plain);
+  CHECK(p.slow_request_ms == 50u);
   REQUIRE(p.servers.size() == 3);
   for (size_t i = 0; i < 3; ++i) {
     CHECK(p.servers[i].identity() == "127.0.0.1:" + std::to_string(11301 + i));
@@ -173,8 +176,8 @@ TEST_CASE("defaults are twemproxy's (nc_conf.h) but where unsafe, and mcring's")
   CHECK(p.routing.hash == routing::HashFunction::Fnv1a_64);        // CONF_DEFAULT_HASH
   CHECK(p.routing.distribution == routing::Distribution::Ketama);  // CONF_DEFAULT_DIST
   CHECK(p.routing.hash_tag.empty());
-  CHECK(p.timeout_ms == 1000u);       // twemproxy's -1 waits forever: a hung server holds all
-  CHECK(p.backlog == 512);            // CONF_DEFAULT_LISTEN_BACKLOG
+  CHECK(p.timeout_ms == 1000u);          // twemproxy's -1 waits forever: a hung server holds all
+  CHECK(p.backlog == 512);               // CONF_DEFAULT_LISTEN_BACKLOG
   CHECK(p.client_connections == 1024u);  // memcached's -c (twemproxy: unlimited)
   CHECK_FALSE(p.preconnect);
   CHECK_FALSE(p.auto_eject_hosts);
@@ -305,6 +308,21 @@ TEST_CASE("twemproxy's redis-only keys are refused") {
 }
 
 // --- keys ---
+
+TEST_CASE("allow_watch, slow_request_ms, log_keys: off and hashed by default") {
+  const std::string head = "a:\n  listen: 127.0.0.1:1\n  servers:\n    - 127.0.0.1:2:1\n";
+  const PoolConfig d = loadOk(head).pools[0];
+  CHECK_FALSE(d.allow_watch);
+  CHECK(d.slow_request_ms == 0u);
+  CHECK(d.log_keys == LogKeys::Hash);
+  const PoolConfig p =
+      loadOk(head + "  allow_watch: true\n  slow_request_ms: 250\n  log_keys: none\n").pools[0];
+  CHECK(p.allow_watch);
+  CHECK(p.slow_request_ms == 250u);
+  CHECK(p.log_keys == LogKeys::None);
+  CHECK_FALSE(errorsOf(head + "  log_keys: secret\n").lines.empty());
+  CHECK_FALSE(errorsOf(head + "  slow_request_ms: -1\n").lines.empty());
+}
 
 TEST_CASE("unknown key: suggests the closest known key") {
   CHECK(errorsOf("a:\n  listen: 127.0.0.1:1\n  timout: 400\n  servers: [127.0.0.1:2:1]\n") ==
@@ -534,8 +552,9 @@ TEST_CASE("unavailable_writes: error (the default) or not_stored, anything else 
   const std::string head = "a:\n  listen: 127.0.0.1:1\n";
   const std::string servers = "  servers: [127.0.0.1:2:1]\n";
   CHECK(pool(loadOk(head + servers), "a").unavailable_writes == UnavailableWrites::Error);
-  CHECK(pool(loadOk(head + "  unavailable_writes: not_stored\n" + servers), "a")
-            .unavailable_writes == UnavailableWrites::NotStored);
+  CHECK(
+      pool(loadOk(head + "  unavailable_writes: not_stored\n" + servers), "a").unavailable_writes ==
+      UnavailableWrites::NotStored);
   CHECK(pool(loadOk(head + "  unavailable_writes: error\n" + servers), "a").unavailable_writes ==
         UnavailableWrites::Error);
   CHECK(errorsOf(head + "  unavailable_writes: notstored\n" + servers) ==
