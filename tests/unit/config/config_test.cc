@@ -176,8 +176,8 @@ TEST_CASE("defaults are twemproxy's (nc_conf.h) but where unsafe, and mcring's")
   CHECK(p.routing.hash == routing::HashFunction::Fnv1a_64);        // CONF_DEFAULT_HASH
   CHECK(p.routing.distribution == routing::Distribution::Ketama);  // CONF_DEFAULT_DIST
   CHECK(p.routing.hash_tag.empty());
-  CHECK(p.timeout_ms == 1000u);          // twemproxy's -1 waits forever: a hung server holds all
-  CHECK(p.backlog == 512);               // CONF_DEFAULT_LISTEN_BACKLOG
+  CHECK(p.timeout_ms == 1000u);       // twemproxy's -1 waits forever: a hung server holds all
+  CHECK(p.backlog == 512);            // CONF_DEFAULT_LISTEN_BACKLOG
   CHECK(p.client_connections == 1024u);  // memcached's -c (twemproxy: unlimited)
   CHECK_FALSE(p.preconnect);
   CHECK_FALSE(p.auto_eject_hosts);
@@ -552,9 +552,8 @@ TEST_CASE("unavailable_writes: error (the default) or not_stored, anything else 
   const std::string head = "a:\n  listen: 127.0.0.1:1\n";
   const std::string servers = "  servers: [127.0.0.1:2:1]\n";
   CHECK(pool(loadOk(head + servers), "a").unavailable_writes == UnavailableWrites::Error);
-  CHECK(
-      pool(loadOk(head + "  unavailable_writes: not_stored\n" + servers), "a").unavailable_writes ==
-      UnavailableWrites::NotStored);
+  CHECK(pool(loadOk(head + "  unavailable_writes: not_stored\n" + servers), "a")
+            .unavailable_writes == UnavailableWrites::NotStored);
   CHECK(pool(loadOk(head + "  unavailable_writes: error\n" + servers), "a").unavailable_writes ==
         UnavailableWrites::Error);
   CHECK(errorsOf(head + "  unavailable_writes: notstored\n" + servers) ==

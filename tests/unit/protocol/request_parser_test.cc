@@ -2,6 +2,9 @@
 // (its reply is quoted per case), whole and at every fragmentation.
 #include "proxy/protocol/request_parser.h"
 
+#include "proxy/protocol/byte_source.h"
+#include "proxy/protocol/request_framer.h"
+
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -12,8 +15,6 @@
 #include <vector>
 
 #include "fragment_harness.h"
-#include "proxy/protocol/byte_source.h"
-#include "proxy/protocol/request_framer.h"
 
 // Counts heap allocations so a test can prove the parser stops allocating once warm.
 namespace {
@@ -86,11 +87,11 @@ const std::vector<RequestCase> kRetrieval = {
     {"get a\n", {"get keys=a len=6", kDone}},  // bare \n accepted
     {"  get   a   b  \r\n", {"get keys=a,b len=17", kDone}},
     {"gets a b c\r\n", {"gets keys=a,b,c len=12", kDone}},
-    {"get\r\n", {"!unknown_command len=5", kDone}},     // ERROR
-    {"get \r\n", {"!unknown_command len=6", kDone}},    // ERROR
-    {"gets\r\n", {"!unknown_command len=6", kDone}},    // ERROR
-    {"GET a\r\n", {"!unknown_command len=7", kDone}},   // ERROR: case-sensitive
-    {"get\ta\r\n", {"!unknown_command len=7", kDone}},  // ERROR: tab is not a separator
+    {"get\r\n", {"!unknown_command len=5", kDone}},                 // ERROR
+    {"get \r\n", {"!unknown_command len=6", kDone}},                // ERROR
+    {"gets\r\n", {"!unknown_command len=6", kDone}},                // ERROR
+    {"GET a\r\n", {"!unknown_command len=7", kDone}},               // ERROR: case-sensitive
+    {"get\ta\r\n", {"!unknown_command len=7", kDone}},              // ERROR: tab is not a separator
     // memcached splits on spaces only: control bytes are key bytes; one "\r" before "\n" goes.
     {"get a\tb\r\n", {"get keys=a\\x09b len=9", kDone}},
     {"get a\r\r\n", {"get keys=a\\x0d len=8", kDone}},
@@ -251,8 +252,8 @@ const std::vector<RequestCase> kMeta = {
     {"mg a" + kTwentyFlags + "\r\n", {"!mg meta_get_flags_too_long len=42", kDone}},
     {"mg a c d e f g h i j k l m n o p q r s\r\n",  // 19 tokens: the backend says invalid flag
      {"mg keys=a noreply=[ q] args=[a c d e f g h i j k l m n o p q r s] len=40", kDone}},
-    {"mg\r\n", {"!unknown_command len=4", kDone}},                     // ERROR
-    {"mg " + k251 + " v\r\n", {"!mg key_too_long len=258", kDone}},    // CLIENT_ERROR bad command..
+    {"mg\r\n", {"!unknown_command len=4", kDone}},                   // ERROR
+    {"mg " + k251 + " v\r\n", {"!mg key_too_long len=258", kDone}},  // CLIENT_ERROR bad command..
     {"mg k\tv\r\n", {"mg keys=k\\x09v args=[k\\x09v] len=8", kDone}},  // EN: key "k\tv"
     {"mn\r\n", {"mn args=[] len=4", kDone}},
     {"mn x y\r\n", {"mn args=[x y] len=8", kDone}},                       // MN
@@ -326,9 +327,9 @@ const std::vector<RequestCase> kOther = {
     {"flush_all\r\n", {"flush_all args=[] len=11", kDone}},                            // OK
     {"lru_crawler metadump all\r\n", {"lru_crawler args=[metadump all] len=26", kDone}},
     {"lru_crawler metadump 1,2\r\n", {"lru_crawler args=[metadump 1,2] len=26", kDone}},
-    {"lru_crawler metadump\r\n", {"!unknown_command len=22", kDone}},        // ERROR
-    {"lru_crawler metadump all x\r\n", {"!unknown_command len=28", kDone}},  // ERROR
-    {"lru_crawler enable\r\n", {"!unknown_command len=20", kDone}},          // one server's crawler
+    {"lru_crawler metadump\r\n", {"!unknown_command len=22", kDone}},           // ERROR
+    {"lru_crawler metadump all x\r\n", {"!unknown_command len=28", kDone}},     // ERROR
+    {"lru_crawler enable\r\n", {"!unknown_command len=20", kDone}},  // one server's crawler
     {"flush_all 0\r\n", {"flush_all args=[0] len=13", kDone}},
     {"flush_all -1\r\n", {"flush_all args=[-1] len=14", kDone}},
     {"flush_all noreply\r\n", {"flush_all noreply=[ noreply] args=[noreply] len=19", kDone}},
@@ -570,14 +571,15 @@ TEST_CASE("request parser: differential fuzzer case 1, a too-large set with nore
   // memcached answers nothing (then MN). 1 MiB is not over item_size_max, so it goes to the
   // server, whose "object too large" the proxy drops for noreply (BackendConnection::deliver);
   // one byte more is refused here, silently.
-  checkRequests(
-      parser,
-      {"set big0 0 0 1048576 noreply\r\n" + std::string(1048576, 'x') + "\r\nmn\r\n",
-       {"set keys=big0 data=1048576 noreply=[ noreply] len=1048608", "mn args=[] len=4", kDone}},
-      /*every_byte=*/false);
+  checkRequests(parser,
+                {"set big0 0 0 1048576 noreply\r\n" + std::string(1048576, 'x') + "\r\nmn\r\n",
+                 {"set keys=big0 data=1048576 noreply=[ noreply] len=1048608", "mn args=[] len=4",
+                  kDone}},
+                /*every_byte=*/false);
   checkRequests(parser,
                 {"set big0 0 0 1048577 noreply\r\n" + std::string(1048577, 'x') + "\r\nmn\r\n",
-                 {"!set too_large noreply swallow=1048579 len=1048609", "mn args=[] len=4", kDone}},
+                 {"!set too_large noreply swallow=1048579 len=1048609", "mn args=[] len=4",
+                  kDone}},
                 /*every_byte=*/false);
 }
 
@@ -586,12 +588,12 @@ TEST_CASE("request parser: differential fuzzer case 2, ms flags are checked befo
   const std::string line = "ms big1 1048577 T0 c Mp F4294967295\r\n";
   // CLIENT_ERROR invalid mode for ms M token (not SERVER_ERROR object too large for cache),
   // the block swallowed; and no stale-value delete (Dispatcher::invalidateTooLarge) follows.
-  checkRequests(
-      parser,
-      {line + std::string(1048577, 'x') + "\r\nmn\r\n",
-       {"!ms meta_set_invalid_mode swallow=1048579 len=" + std::to_string(line.size() + 1048579),
-        "mn args=[] len=4", kDone}},
-      /*every_byte=*/false);
+  checkRequests(parser,
+                {line + std::string(1048577, 'x') + "\r\nmn\r\n",
+                 {"!ms meta_set_invalid_mode swallow=1048579 len=" +
+                      std::to_string(line.size() + 1048579),
+                  "mn args=[] len=4", kDone}},
+                /*every_byte=*/false);
 }
 
 const std::string kOpaque31 = "O" + std::string(31, '9');
