@@ -1,7 +1,6 @@
 #include "proxy/stats/request_line.h"
 
-#include <cinttypes>
-#include <cstdio>
+#include <charconv>
 
 #include "proxy/stats/hyperloglog.h"
 
@@ -9,23 +8,44 @@ namespace mcring::stats {
 
 namespace {
 
-void appendEscaped(std::string& out, std::string_view s) {
-  static const char kHex[] = "0123456789abcdef";
-  for (const char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c > 0x20 && c < 0x7f && c != '\\') {
-      out.push_back(ch);
-    } else {
-      out.append({'\\', 'x', kHex[c >> 4], kHex[c & 15]});
-    }
-  }
+bool printable(unsigned char c) {
+  return c > 0x20 && c < 0x7f && c != '\\';
 }
 
+// Runs of printable bytes are appended whole (a line is written for every request).
+void appendEscaped(std::string& out, std::string_view s) {
+  static const char kHex[] = "0123456789abcdef";
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (!printable(c)) {
+      out.append(s.substr(run, i - run));
+      out.append({'\\', 'x', kHex[c >> 4], kHex[c & 15]});
+      run = i + 1;
+    }
+  }
+  out.append(s.substr(run));
+}
+
+void appendNumber(std::string& out, uint64_t n) {
+  char buf[24];
+  const auto end = std::to_chars(buf, buf + sizeof(buf), n).ptr;
+  out.append(buf, static_cast<size_t>(end - buf));
+}
+
+// memcached's "ts=<sec>.<usec, 6 digits> gid=<n>".
 void appendTimestamp(std::string& out, int64_t unix_us, uint64_t gid) {
-  char buf[64];
-  const int n = std::snprintf(buf, sizeof(buf), "ts=%" PRId64 ".%06" PRId64 " gid=%" PRIu64,
-                              unix_us / 1000000, unix_us % 1000000, gid);
-  out.append(buf, static_cast<size_t>(n));
+  out.append("ts=");
+  appendNumber(out, static_cast<uint64_t>(unix_us / 1000000));
+  char usec[8] = {'.', '0', '0', '0', '0', '0', '0', ' '};
+  uint64_t frac = static_cast<uint64_t>(unix_us % 1000000);
+  for (int i = 6; i >= 1; --i) {
+    usec[i] = static_cast<char>('0' + frac % 10);
+    frac /= 10;
+  }
+  out.append(usec, sizeof(usec));
+  out.append("gid=");
+  appendNumber(out, gid);
 }
 
 void appendField(std::string& out, std::string_view name, std::string_view value) {
@@ -47,9 +67,14 @@ void appendShownKey(std::string& out, std::string_view key, KeyShown mode) {
       appendEscaped(out, key);
       return;
     case KeyShown::Hash: {
-      char buf[32];
-      const int n = std::snprintf(buf, sizeof(buf), "xxh3:%016" PRIx64, HyperLogLog::hashKey(key));
-      out.append(buf, static_cast<size_t>(n));
+      static const char kHex[] = "0123456789abcdef";
+      char buf[5 + 16] = {'x', 'x', 'h', '3', ':'};
+      uint64_t h = HyperLogLog::hashKey(key);
+      for (int i = 20; i >= 5; --i) {
+        buf[i] = kHex[h & 15];
+        h >>= 4;
+      }
+      out.append(buf, sizeof(buf));
       return;
     }
     case KeyShown::None:
@@ -67,9 +92,8 @@ std::string shownKey(std::string_view key, KeyShown mode) {
 void appendProxyReqLine(std::string& out, int64_t unix_us, uint64_t gid, const RequestRecord& r,
                         KeyShown mode) {
   appendTimestamp(out, unix_us, gid);
-  char buf[48];
-  int n = std::snprintf(buf, sizeof(buf), " type=proxy_req elapsed=%" PRIu64, r.elapsed_us);
-  out.append(buf, static_cast<size_t>(n));
+  out.append(" type=proxy_req elapsed=");
+  appendNumber(out, r.elapsed_us);
   appendField(out, "cmd", r.verb);
   out.append(" key=");
   if (r.keys == 0) {
@@ -78,8 +102,8 @@ void appendProxyReqLine(std::string& out, int64_t unix_us, uint64_t gid, const R
     appendShownKey(out, r.key, mode);
   }
   if (r.keys > 1) {
-    n = std::snprintf(buf, sizeof(buf), " keys=%u", r.keys);
-    out.append(buf, static_cast<size_t>(n));
+    out.append(" keys=");
+    appendNumber(out, r.keys);
   }
   appendField(out, "status", r.status);
   appendField(out, "be", r.backend);
@@ -92,10 +116,9 @@ void appendProxyReqLine(std::string& out, int64_t unix_us, uint64_t gid, const R
 
 void appendEventsSkippedLine(std::string& out, int64_t unix_us, uint64_t gid, uint64_t skipped) {
   appendTimestamp(out, unix_us, gid);
-  char buf[48];
-  const int n =
-      std::snprintf(buf, sizeof(buf), " type=eventsskipped skipped=%" PRIu64 "\r\n", skipped);
-  out.append(buf, static_cast<size_t>(n));
+  out.append(" type=eventsskipped skipped=");
+  appendNumber(out, skipped);
+  out.append("\r\n");
 }
 
 std::string_view replyStatus(std::string_view reply_start) {

@@ -5,10 +5,13 @@
 
 #include <doctest/doctest.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "proxy/stats/hyperloglog.h"
 #include "proxy/stats/request_line.h"
 
 namespace mcring::stats {
@@ -32,6 +35,9 @@ TEST_CASE("hash and none hide the key") {
   CHECK(hashed.find("secret") == std::string::npos);
   CHECK(hashed == shownKey("secret", KeyShown::Hash));
   CHECK(hashed != shownKey("secret2", KeyShown::Hash));
+  char expect[32];
+  std::snprintf(expect, sizeof(expect), "xxh3:%016" PRIx64, HyperLogLog::hashKey("secret"));
+  CHECK(hashed == expect);  // the form hot-key events and /metrics use
   CHECK(shownKey("secret", KeyShown::None) == "-");
 }
 
