@@ -31,6 +31,8 @@ void ClientSession::beginWatch() {
   if (watcher_ || closed_) {
     return;
   }
+  // What the client sent after `watch` is ignored, as in memcached (processInput drops the rest).
+  tcp_->input().drain(tcp_->input().size());
   watch_slot_ = std::make_shared<ClientSession*>(this);
   net::EventLoop& loop = worker_.loop();
   // Runs on any worker, under the hub's mutex: only posts to this session's worker, where the

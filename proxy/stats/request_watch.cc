@@ -53,7 +53,8 @@ void Watcher::take(std::string& out) {
   if (buffer_.size() == 0 && buffer_.skipped() == 0) {
     return;
   }
-  buffer_.takeAll(out, unixMicros(), nextWatchGid());
+  // Only an eventsskipped line written on its own takes a gid of the sequence.
+  buffer_.takeAll(out, unixMicros(), buffer_.size() == 0 ? nextWatchGid() : 0);
 }
 
 RequestWatch& RequestWatch::instance() {

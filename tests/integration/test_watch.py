@@ -32,7 +32,7 @@ def parse_watch_lines(data):
             raise AssertionError("unexpected watch line %r" % line)
         out.append({"gid": int(m.group(3)), "elapsed": int(m.group(4)), "cmd": m.group(5),
                     "key": m.group(6), "status": m.group(7), "be": m.group(8),
-                    "client": m.group(9), "line": line})
+                    "client": m.group(9), "route": m.group(10), "line": line})
     return out
 
 
@@ -244,6 +244,17 @@ class WatchRefusedTest(IntegrationCase):
         # Refused, the connection is an ordinary one still.
         self.assertEqual(c.request(b"get nokey\r\n"), b"END\r\n")
 
+    def test_requests_after_watch_are_ignored(self):
+        cl = self.cluster(n_backends=1, extra={"allow_watch": "true"})
+        w = self.conn(cl)
+        # memcached hands a watcher's connection to its logger: what follows `watch` is not
+        # answered (here the get would be, were it served, and set would store).
+        w.send(b"watch proxyreqs\r\nset ignored 0 0 1\r\nx\r\n")
+        self.assertEqual(w.recv_exact(4, timeout=5), b"OK\r\n")
+        w.send(b"get ignored\r\n")
+        self.assertEqual(w.silence(0.3), b"")
+        self.assertEqual(self.conn(cl).request(b"get ignored\r\n"), b"END\r\n")
+
 
 @requires_proxy
 class SlowRequestTest(IntegrationCase):
@@ -337,6 +348,40 @@ class SlowRequestTest(IntegrationCase):
 
     def test_log_keys_none_hides_key(self):
         self.check_hidden("none", r"^-$")
+
+
+class RoutedMcring(h.Mcring):
+    """A routed listener (`front`, allow_watch) whose routes go to pool `users`."""
+
+    def write_config(self, port):
+        with open(self.config_path, "w") as f:
+            f.write("users:\n  servers:\n    - %s\n"
+                    "front:\n  listen: %s:%d\n  allow_watch: true\n  log_keys: plain\n"
+                    "  routes:\n    - prefix: \"user:\"\n      pool: users\n"
+                    "    - default: users\n" % (self.servers[0], h.HOST, port))
+
+
+@requires_proxy
+class WatchRoutedTest(IntegrationCase):
+    def test_route_named_on_a_routed_listener(self):
+        self.start_memcacheds(1)
+        mc = RoutedMcring(self.servers, self.tmp)
+        self.addCleanup(mc.stop)
+        self.dump_log_on_failure(mc)
+        wsock, ok = watcher(mc.port)
+        self.addCleanup(wsock.close)
+        self.assertEqual(ok, b"OK\r\n")
+        reader = WatchReader(wsock)
+        self.addCleanup(reader.close)
+        c = self.conn(mc.port)
+        self.assertEqual(c.request(b"get user:1\r\n"), b"END\r\n")
+        self.assertEqual(c.request(b"get other\r\n"), b"END\r\n")
+        lines = wait_for(lambda: (lambda ls: ls if len(ls) >= 2 else None)(
+            parse_watch_lines(reader.snapshot())))
+        print("\nrouted watch lines: %r" % [l["line"] for l in lines])
+        self.assertEqual([(l["key"], l["route"]) for l in lines],
+                         [(b"user:1", b"user:"), (b"other", b"default")])
+        self.assertEqual({l["be"] for l in lines}, {self.backends[0].addr.encode()})
 
 
 @requires_proxy
