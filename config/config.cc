@@ -28,6 +28,31 @@ std::string_view hotKeyMetricsName(HotKeyMetrics m) {
   return "off";
 }
 
+std::optional<LogKeys> parseLogKeys(std::string_view name) {
+  if (name == "plain") {
+    return LogKeys::Plain;
+  }
+  if (name == "hash") {
+    return LogKeys::Hash;
+  }
+  if (name == "none") {
+    return LogKeys::None;
+  }
+  return std::nullopt;
+}
+
+std::string_view logKeysName(LogKeys k) {
+  switch (k) {
+    case LogKeys::Plain:
+      return "plain";
+    case LogKeys::Hash:
+      return "hash";
+    case LogKeys::None:
+      return "none";
+  }
+  return "hash";
+}
+
 std::optional<UnavailableReads> parseUnavailableReads(std::string_view name) {
   if (name == "miss") {
     return UnavailableReads::Miss;

@@ -49,6 +49,11 @@ enum class HotKeyMetrics { Off, Hashed, Plain };
 std::optional<HotKeyMetrics> parseHotKeyMetrics(std::string_view name);
 std::string_view hotKeyMetricsName(HotKeyMetrics m);
 
+// How keys appear in the watch stream, the slow-request log and hot-key log lines (log_keys).
+enum class LogKeys { Plain, Hash, None };
+std::optional<LogKeys> parseLogKeys(std::string_view name);
+std::string_view logKeysName(LogKeys k);
+
 // What a read (get/gets/gat/gats, mg) answers for a key whose server is unavailable (backing
 // off, connect failed, closed with the request in flight, timed out, protocol error): a miss,
 // the other keys served (mcring looks like one server to its clients, and many clients mark a
@@ -121,9 +126,12 @@ struct PoolConfig {
   // mcring, and all clients of the pool together (split evenly between worker threads).
   uint64_t client_buffer_limit = 16 * 1024 * 1024;
   uint64_t buffer_limit = 64 * 1024 * 1024;
-  bool allow_flush_all = false;  // false: flush_all answers an error (memcached -F)
-  bool allow_dump = false;       // true: `stats cachedump` lists the servers' keys
-  bool coalesce_gets = true;     // one get line per server per loop pass
+  bool allow_flush_all = false;      // false: flush_all answers an error (memcached -F)
+  bool allow_dump = false;           // true: `stats cachedump` lists the servers' keys
+  bool allow_watch = false;          // true: `watch` streams the pool's requests (keys) to a client
+  uint32_t slow_request_ms = 0;      // a request slower than this is logged and counted; 0: off
+  LogKeys log_keys = LogKeys::Hash;  // keys in the watch stream, slow log, hot-key log lines
+  bool coalesce_gets = true;         // one get line per server per loop pass
   // A read of a key whose server is unavailable: a miss (default) or SERVER_ERROR.
   UnavailableReads unavailable_reads = UnavailableReads::Miss;
   // A write of a key whose server is unavailable: SERVER_ERROR (default) or not stored/found.

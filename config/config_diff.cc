@@ -156,6 +156,10 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
   keyChange(&k, "item_size_max", str(a.item_size_max), str(b.item_size_max));
   keyChange(&k, "allow_flush_all", str(a.allow_flush_all), str(b.allow_flush_all));
   keyChange(&k, "allow_dump", str(a.allow_dump), str(b.allow_dump));
+  keyChange(&k, "allow_watch", str(a.allow_watch), str(b.allow_watch));
+  keyChange(&k, "slow_request_ms", str(a.slow_request_ms), str(b.slow_request_ms));
+  keyChange(&k, "log_keys", std::string(logKeysName(a.log_keys)),
+            std::string(logKeysName(b.log_keys)));
   keyChange(&k, "coalesce_gets", str(a.coalesce_gets), str(b.coalesce_gets));
   keyChange(&k, "unavailable_reads", std::string(unavailableReadsName(a.unavailable_reads)),
             std::string(unavailableReadsName(b.unavailable_reads)));

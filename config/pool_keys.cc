@@ -578,6 +578,43 @@ const std::array kPoolKeys = {
         .show = [](const PoolConfig& p) { return showBool(p.allow_dump); },
     },
     PoolKey{
+        .name = "allow_watch", .type = "bool", .origin = KeyOrigin::Mcring,
+        .meaning = "true: a client of the pool may send memcached's `watch proxyreqs` (or "
+                   "`watch`) and receive one line per request of the pool's clients, from every "
+                   "worker, with its key (as `log_keys` shows it), server, client and elapsed "
+                   "time; a watcher that reads too slowly loses lines and is told how many. "
+                   "false: `watch` is answered `CLIENT_ERROR watch not allowed`. Default false: "
+                   "keys are data.",
+        .apply = [](ValueReader& v, PoolConfig& p) { setBool(v, p.allow_watch); },
+        .show = [](const PoolConfig& p) { return showBool(p.allow_watch); },
+    },
+    PoolKey{
+        .name = "slow_request_ms", .type = "integer (ms)", .origin = KeyOrigin::Mcring,
+        .meaning = "A request of the pool's clients whose reply is written more than this many "
+                   "ms after it was read is logged (at most 5 lines a second, the rest counted in "
+                   "one \"suppressed\" line) with its command, key (as `log_keys` shows it), "
+                   "server, client and elapsed time, counted in `mcring_slow_requests_total`, and "
+                   "kept among the last 32 in `/slow` and the console. 0: off.",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.slow_request_ms, 0, kIntMax);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.slow_request_ms); },
+    },
+    PoolKey{
+        .name = "log_keys", .type = "name", .origin = KeyOrigin::Mcring,
+        .meaning = "How keys appear in the watch stream, the slow-request log and `/slow`, and "
+                   "hot-key log lines: `plain` (the key; bytes outside printable ASCII, space "
+                   "and backslash as `\\xNN`), `hash` (`xxh3:` and the key's 64-bit XXH3 in hex) "
+                   "or `none` (`-`). Hot-key log lines keep the key itself when "
+                   "`hot_key_metrics` is `plain` (it is in /metrics already) unless this is "
+                   "`none`.",
+        .choices = [] { return std::vector<std::string_view>{"plain", "hash", "none"}; },
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setName(v, p.log_keys, "log_keys", &parseLogKeys, {"plain", "hash", "none"});
+        },
+        .show = [](const PoolConfig& p) { return std::string(logKeysName(p.log_keys)); },
+    },
+    PoolKey{
         .name = "coalesce_gets", .type = "bool", .origin = KeyOrigin::Mcring,
         .meaning = "true: the `get`/`gets` keys that many client requests send to one server in "
                    "one pass of the event loop go out as one `get`/`gets` line (up to 2 KB), and "

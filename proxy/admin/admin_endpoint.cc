@@ -7,6 +7,7 @@
 #include "proxy/admin/console_page.h"
 #include "proxy/admin/hot_key_watch.h"
 #include "proxy/admin/membership_monitor.h"
+#include "proxy/admin/slow_report.h"
 #include "proxy/admin/what_if.h"
 #include "proxy/common/json.h"
 #include "proxy/common/log.h"
@@ -118,11 +119,14 @@ net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
   } else if (path == "/routes") {
     r.content_type = "application/json";
     r.body = routesJson(proxy_.reporter().routeReport());
+  } else if (path == "/slow") {
+    r.content_type = "application/json";
+    r.body = slowRequestsJson(proxy_.reporter().topology().get());
   } else {
     return {404,
             "text/plain; charset=utf-8",
             "not found; try / (the console) /healthz /metrics /stats /backends /timeline /reloads "
-            "/events /hotkeys /routes, POST /whatif/<pool>, POST /reload\n",
+            "/events /hotkeys /routes /slow, POST /whatif/<pool>, POST /reload\n",
             {}};
   }
   return r;
@@ -331,6 +335,7 @@ void AdminEndpoint::backendMetrics(std::string* out) const {
                "the pool's memory budget: buffer_limit, plus a quarter for large requests",
                [](const stats::PoolMemoryTotals& t) { return t.limit; });
   hotKeyMetrics(out);
+  appendSlowMetrics(out, proxy_.reporter().topology().get());
   const MembershipMonitor* monitor = proxy_.reporter().monitor();
   if (monitor != nullptr) {
     auto events = monitor->events();

@@ -147,7 +147,16 @@ struct PendingRequest {
   bool failed = false;       // multi-get / broadcast: some part failed; error_line says how
   std::string error_line;    // with "\r\n"
   uint32_t key_count = 0;    // retrieval: keys asked (hit/miss accounting)
+  // Traced for the watch stream or the slow-request log (stats/request_watch.h,
+  // stats/slow_requests.h): set at dispatch only while a client watches or the pool has
+  // slow_request_ms; 0: not traced, and the trace_ fields are empty.
   uint64_t start_ns = 0;
+  uint32_t trace_keys = 0;
+  std::string trace_key;                // the first key, raw
+  std::string trace_backend;            // host:port of the first server it was sent to
+  std::string trace_route;              // a routed listener's route
+  std::array<char, 16> trace_status{};  // the first token of its reply, once seen
+  uint8_t trace_status_length = 0;
   net::Buffer reply;  // the bytes to write when this request reaches the FIFO head
 
   // Memory budget (ClientSession): reply bytes held for this request and charged to its client
@@ -231,6 +240,14 @@ struct PendingRequest {
   bool backend_failed = false;
 
   void reset() {
+    if (start_ns != 0) {
+      start_ns = 0;
+      trace_keys = 0;
+      trace_key.clear();
+      trace_backend.clear();
+      trace_route.clear();
+      trace_status_length = 0;
+    }
     session = nullptr;
     pool = nullptr;
     RouteState::release(route);

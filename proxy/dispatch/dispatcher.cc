@@ -23,6 +23,7 @@
 #include "proxy/protocol/meta_flags.h"
 #include "proxy/protocol/reply_lines.h"
 #include "proxy/protocol/request_writer.h"
+#include "proxy/stats/request_watch.h"
 
 namespace mcring::core {
 
@@ -32,6 +33,7 @@ using protocol::CommandClass;
 void Dispatcher::dispatch(RequestSource& src, PoolRuntime& pool, const protocol::Request& req,
                           std::string_view line) {
   begin(src, pool, req);
+  line_ = line;
   if (pool.routed()) {
     dispatchRouted(line);  // routed.cc: to the pool of the key's route
     return;
@@ -42,6 +44,10 @@ void Dispatcher::dispatch(RequestSource& src, PoolRuntime& pool, const protocol:
 PendingRequest* Dispatcher::newRequest(protocol::Command command) {
   PendingRequest* r = src_->newRequest(command);
   r->pool = pool_;
+  // With no watcher and no slow_request_ms: one relaxed load and one config field.
+  if (stats::watching() || client_pool_->config().slow_request_ms != 0) [[unlikely]] {
+    traceRequest(r);
+  }
   if (route_ == nullptr && probe_ == nullptr && key_probes_.empty() && multiget_failover_.empty()) {
     return r;
   }
@@ -98,6 +104,18 @@ void Dispatcher::dispatchToPool(std::string_view line) {
   }
 }
 
+void Dispatcher::traceRequest(PendingRequest* r) {
+  r->start_ns = common::monotonicNs();
+  r->trace_keys = static_cast<uint32_t>(req_->keys.size());
+  if (r->trace_keys > 0) {
+    r->trace_key.assign(req_->routingKey(line_, 0));
+  }
+  if (route_ != nullptr) {
+    r->trace_route.assign(route_->name);
+  }
+  traced_ = r;
+}
+
 // The request's line as a backend gets it, in head_ (scratch: no allocation once warm), without
 // the `noreply` token `t` (empty: none): mcring reads every reply and drops it itself.
 const std::string& Dispatcher::lineAsSent(std::string_view line, const protocol::Span& t) {
@@ -115,6 +133,9 @@ void Dispatcher::countForBackend(BackendServer& server, std::string_view key) {
   stats::bump(bs.*kBackendCounterOf[effectIndex(req_->command)]);
   const uint64_t hash = stats::HyperLogLog::hashKey(key);
   bs.keys.add(hash);
+  if (traced_ != nullptr && traced_->trace_backend.empty()) [[unlikely]] {
+    traced_->trace_backend.assign(server.identity());
+  }
   PoolRuntime& pool = server.pool();  // a multi-get across routes spans pools
   if (pool.hot_keys) {
     pool.hot_keys->record(key, hash);

@@ -51,7 +51,12 @@ class Dispatcher final : private RouteContext {
     route_ = nullptr;
     across_ = nullptr;
     failover_ready_ = false;
+    traced_ = nullptr;
   }
+  // The watch stream or the slow-request log wants this request (stats/request_watch.h):
+  // newRequest marks it with its start time, first key (from line_) and route.
+  void traceRequest(PendingRequest* r);
+  static std::string watchAnswer(std::string_view args, bool allowed);
   // The request's FIFO slot, tagged with the pool it is routed to (and its route, and a
   // shadowed read's probe).
   PendingRequest* newRequest(protocol::Command command);
@@ -140,6 +145,10 @@ class Dispatcher final : private RouteContext {
   // Routes: the request's route (null: not routed), a shadowed read's probe not yet given to
   // its request, a multi-get's servers across pools (null: the pool's by_index), and scratch.
   RouteRuntime* route_ = nullptr;
+  // The line of the request being dispatched (valid until its bytes are drained, which is
+  // after newRequest), and the request traceRequest marked (countForBackend adds its server).
+  std::string_view line_;
+  PendingRequest* traced_ = nullptr;
   ShadowProbe* probe_ = nullptr;
   std::vector<KeyProbe> key_probes_;  // a multi-get's shadowed keys' probes, for its request
   const std::vector<BackendServer*>* across_ = nullptr;
@@ -149,11 +158,10 @@ class Dispatcher final : private RouteContext {
   std::vector<uint32_t> route_seen_;
   std::vector<PoolRuntime*> route_pools_;  // scratch: the pool each route's handlers chose
   uint32_t one_route_ = 0;                 // a one-key request's route (its key_routes)
-  // What the route handlers decided for the request being routed: its TTL cap (0: none), the
-  // pool of the route being sent, and the line as admitted (after the cap).
+  // What the route handlers decided for the request being routed: its TTL cap (0: none) and
+  // the pool of the route being sent (line_ is then the line as admitted, after the cap).
   uint32_t ttl_cap_ = 0;
   PoolRuntime* sent_to_ = nullptr;
-  std::string_view line_;
   // A route with failover: the request as sent, its key and the pools to try, for the request
   // newRequest makes.
   std::span<PoolRuntime* const> failover_pools_;

@@ -49,6 +49,7 @@ void Dispatcher::invalidateAt(BackendServer& server, std::string_view line) {
 void Dispatcher::invalidateTooLarge(RequestSource& src, PoolRuntime& pool,
                                     const protocol::Request& req, std::string_view line) {
   begin(src, pool, req);
+  line_ = line;
   invalidateKey(line);
 }
 

@@ -3,6 +3,7 @@
 // flush_all.
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <span>
 
 #include "proxy/dispatch/dispatcher.h"
@@ -74,10 +75,35 @@ void Dispatcher::refuse(PendingRequest* r) {
 void Dispatcher::refuseFlushAll(RequestSource& src, PoolRuntime& pool,
                                 const protocol::Request& req) {
   begin(src, pool, req);
+  line_ = {};  // its line is gone (no key)
   stats::bump(worker_.counters().cmd_flush);
   PendingRequest* r = newRequest(req_->command);
   r->noreply = req_->noreply;
   refuse(r);
+}
+
+// `watch [names...]`: memcached's names, of which mcring's stream has proxyreqs lines only (a
+// bare `watch` means proxyreqs); a name memcached does not know is its ERROR. The pool's
+// allow_watch decides after the names parse.
+std::string Dispatcher::watchAnswer(std::string_view args, bool allowed) {
+  static constexpr std::string_view kNames[] = {
+      "rawcmds",    "evictions", "fetchers",    "mutations", "sysevents",
+      "connevents", "proxyreqs", "proxyevents", "proxyuser", "deletions"};
+  size_t pos = 0;
+  while (pos < args.size()) {
+    const size_t start = args.find_first_not_of(' ', pos);
+    if (start == std::string_view::npos) {
+      break;
+    }
+    size_t end = args.find(' ', start);
+    end = end == std::string_view::npos ? args.size() : end;
+    const std::string_view name = args.substr(start, end - start);
+    if (std::find(std::begin(kNames), std::end(kNames), name) == std::end(kNames)) {
+      return "ERROR\r\n";
+    }
+    pos = end;
+  }
+  return allowed ? std::string(protocol::kOkLine) : std::string(protocol::kWatchRefusedLine);
 }
 
 void Dispatcher::answerLocal(std::string_view line) {
@@ -128,6 +154,16 @@ void Dispatcher::answerLocal(std::string_view line) {
       src_->input().drain(req_->line_length);
       dumps_.answer(views_pool, r, out);
       return;
+    case Command::Watch:
+      out = watchAnswer(req_->args.in(line), client_pool_->config().allow_watch);
+      if (out == protocol::kOkLine) {
+        src_->input().drain(req_->line_length);
+        src_->completeWith(r, out);
+        src_->beginWatch();
+        return;
+      }
+      stats::bump(worker_.counters().client_errors);
+      break;
     default:
       out = "ERROR\r\n";
       break;

@@ -14,7 +14,7 @@ enum class CommandClass : uint8_t {
   Keyed,      // delete incr decr touch: one key, one reply line
   Meta,       // mg ms md ma me: one key, passed through with all flags
   MetaNoop,   // mn: answered by the proxy, in order
-  Local,      // version verbosity quit stats lru_crawler: answered by the proxy
+  Local,      // version verbosity quit stats lru_crawler watch: answered by the proxy
   Broadcast,  // flush_all: sent to every backend of the pool
 };
 
@@ -50,6 +50,7 @@ enum class CommandEffect : uint8_t { Read, Store, Delete, Touch, Other };
   X(Quit, "quit", Local, Other)              \
   X(Stats, "stats", Local, Other)            \
   X(LruCrawler, "lru_crawler", Local, Other) \
+  X(Watch, "watch", Local, Other)            \
   X(FlushAll, "flush_all", Broadcast, Other)
 
 enum class Command : uint8_t {

@@ -22,5 +22,7 @@ inline constexpr std::string_view kCacheDumpRefusedLine =
     "CLIENT_ERROR stats cachedump not allowed\r\n";
 // memcached -X's answer to `lru_crawler metadump`.
 inline constexpr std::string_view kMetadumpRefusedLine = "ERROR metadump not allowed\r\n";
+// mcring: `watch` on a pool without allow_watch (refused like flush_all under -F).
+inline constexpr std::string_view kWatchRefusedLine = "CLIENT_ERROR watch not allowed\r\n";
 
 }  // namespace mcring::protocol

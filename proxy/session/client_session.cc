@@ -25,6 +25,7 @@ ClientSession::ClientSession(SessionContext& worker, PoolRuntime& pool, uint64_t
       dispatcher_(worker, worker.statsViews(), worker.metadumps(), worker.shadows()) {}
 
 ClientSession::~ClientSession() {
+  endWatch();
   releaseSlot();
   // Requests still owed by backends lose their session; they are recycled when answered.
   dropFifo();
@@ -79,6 +80,9 @@ void ClientSession::processInput() {
   }
   in_process_ = true;
   net::Buffer& in = tcp_->input();
+  if (watcher_) [[unlikely]] {
+    in.drain(in.size());  // a watcher's input is ignored, as memcached does
+  }
   if (wire_ == Wire::Unknown && in.size() > 0) {
     wire_ = static_cast<uint8_t>(in.byteAt(0)) == protocol::kBinaryRequestMagic ? Wire::Binary
                                                                                 : Wire::Text;
@@ -360,6 +364,9 @@ bool ClientSession::tryStream(PendingRequest& r) {
     return true;
   }
   releaseHeld(r);
+  if (r.start_ns != 0) [[unlikely]] {
+    noteStatus(r, r.reply, r.reply.size());
+  }
   if (!r.reply.empty()) {
     const size_t before = tcp_->output().size();
     writeReply(r, tcp_->output());
@@ -373,6 +380,9 @@ bool ClientSession::tryStream(PendingRequest& r) {
 void ClientSession::streamReply(net::Buffer& from, uint64_t n) {
   // Only the FIFO's head streams; a binary client's reply unit is whole, translated on its way.
   net::Buffer& out = tcp_->output();
+  if (!fifo_.empty() && fifo_.front()->start_ns != 0) [[unlikely]] {
+    noteStatus(*fifo_.front(), from, n);
+  }
   if (!fifo_.empty() && fifo_.front()->binary.active) {
     const size_t before = out.size();
     writeBinaryUnit(fifo_.front()->binary, from, n, out);
@@ -512,6 +522,9 @@ void ClientSession::flush() {
     PendingRequest* r = fifo_.front();
     fifo_.pop_front();
     releaseHeld(*r);
+    if (r->start_ns != 0) [[unlikely]] {
+      traceDone(*r);
+    }
     const size_t before = out.size();
     writeReply(*r, out);
     stats::bump(worker_.counters().bytes_written, out.size() - before);
@@ -529,6 +542,9 @@ void ClientSession::flush() {
     dropFifo();
   }
   syncOutput();
+  if (watcher_) [[unlikely]] {
+    pumpWatch();  // the lines that waited for the watch's OK
+  }
   if (!in_process_) {
     bool was_throttled = !reading_;
     updateReading();
@@ -547,6 +563,9 @@ void ClientSession::flush() {
 void ClientSession::onWritable() {
   if (closed_) {
     return;
+  }
+  if (watcher_) [[unlikely]] {
+    pumpWatch();
   }
   syncOutput();
   if ((read_eof_ || draining_) && fifo_.empty() && tcp_->output().empty()) {
@@ -618,7 +637,8 @@ bool ClientSession::closeIfIdle(uint64_t now_ms) {
   }
   // The clock restarts at each sweep that finds the client had something going since the last
   // one, so it is closed between timeout_ms and timeout_ms plus two sweep periods after it.
-  const bool busy = !fifo_.empty() || tcp_->output().size() != 0 || requests_ != idle_requests_;
+  const bool busy = !fifo_.empty() || tcp_->output().size() != 0 || requests_ != idle_requests_ ||
+                    watcher_ != nullptr;
   idle_requests_ = requests_;
   if (busy || idle_since_ms_ == 0) {
     idle_since_ms_ = now_ms;
@@ -671,6 +691,7 @@ void ClientSession::close() {
     return;
   }
   closed_ = true;
+  endWatch();
   tcp_.reset();
   syncOutput();  // no output any more: gives its charge back
   releaseSlot();

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -30,6 +31,7 @@
 #include "proxy/protocol/request.h"
 #include "proxy/protocol/request_framer.h"
 #include "proxy/session/session_context.h"
+#include "proxy/stats/request_watch.h"
 
 namespace mcring::core {
 
@@ -54,6 +56,7 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
     return dispatch_input_ != nullptr ? *dispatch_input_ : tcp_->input();
   }
   void stopReading() override { closing_ = true; }
+  void beginWatch() override;
   // Shutdown or pool removal: stop reading, finish what is in flight, then close.
   void beginDrain();
   bool closed() const { return closed_; }
@@ -148,6 +151,16 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   void writeBinaryUnit(const protocol::BinaryContext& ctx, net::Buffer& from, uint64_t n,
                        net::Buffer& out);
   void flush();
+  // The watch stream and traced requests (client_session_watch.cc).
+  // Moves the watcher's lines to the socket while its output is under kWatchOutput.
+  void pumpWatch();
+  void endWatch();
+  // A traced request (start_ns != 0) leaves the FIFO: to the watchers and the slow log.
+  void traceDone(PendingRequest& r);
+  // The first token of a traced request's reply, from the first of its bytes seen.
+  void noteStatus(PendingRequest& r, net::Buffer& from, uint64_t n);
+  const std::string& clientAddress();
+  static constexpr uint64_t kWatchOutput = 64 * 1024;
   bool throttled() const;
   void updateReading();
   void close();
@@ -196,6 +209,12 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   bool closed_ = false;
   bool in_process_ = false;
   bool authenticated_ = false;  // client_auth_file: this connection has authenticated
+  // A watcher (beginWatch): its buffer in the hub, and the slot its wake-ups find it through
+  // (cleared when the session ends; posted wake-ups hold it).
+  std::shared_ptr<stats::Watcher> watcher_;
+  std::shared_ptr<ClientSession*> watch_slot_;
+  std::string watch_lines_;     // scratch: lines taken from the watcher
+  std::string client_address_;  // peer address, for traced requests (filled once)
 };
 
 }  // namespace mcring::core

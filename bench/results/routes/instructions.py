@@ -11,9 +11,11 @@ For each target (NAME=BINARY[:routes|:shared-routes|:disjoint-routes]), on the s
 pre-filled through an uninstrumented mcring of each kind (single pool, routed), so every get
 hits. The routed config is compare.py's --mcring2-routes (bench/README.md); disjoint-routes puts
 each backend in one pool only (the default route to route0); shared-routes adds
-its --mcring2-routes-shared (every route to the default route's pool).
+its --mcring2-routes-shared (every route to the default route's pool). watch is the single pool
+with allow_watch and a client attached to `watch proxyreqs` (read and discarded by a thread) for
+both runs (bench/results/watch.md).
 
-usage: instructions.py [--requests N] [--routes N] [--out DIR] NAME=BINARY[:routes|:shared-routes|:disjoint-routes] ...
+usage: instructions.py [--requests N] [--routes N] [--out DIR] NAME=BINARY[:routes|:shared-routes|:disjoint-routes|:watch] ...
 """
 
 import argparse
@@ -21,9 +23,11 @@ import glob
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 import compare  # noqa: E402
@@ -41,12 +45,31 @@ def memtier(t, port, extra, out=None):
         sys.exit("instructions.py: memtier on port %d failed (%s)" % (port, rc))
 
 
+def attach_watcher(port):
+    """A client on `watch proxyreqs` whose lines a thread reads and drops; returns its socket."""
+    s = socket.create_connection((launch.HOST, port), timeout=60)
+    s.sendall(b"watch proxyreqs\r\n")
+    if s.recv(4) != b"OK\r\n":
+        sys.exit("instructions.py: watch refused on port %d" % port)
+    s.settimeout(None)
+
+    def drain():
+        try:
+            while s.recv(1 << 20):
+                pass
+        except OSError:
+            pass
+    threading.Thread(target=drain, daemon=True).start()
+    return s
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--requests", type=int, default=200, help="per connection (50 connections)")
     p.add_argument("--routes", type=int, default=3)
     p.add_argument("--out", help="keep the configs, logs, memtier JSON and callgrind dumps in DIR")
-    p.add_argument("targets", nargs="+", metavar="NAME=BINARY[:routes|:shared-routes|:disjoint-routes]")
+    p.add_argument("targets", nargs="+",
+                   metavar="NAME=BINARY[:routes|:shared-routes|:disjoint-routes|:watch]")
     a = p.parse_args()
     targets = []
     for spec in a.targets:
@@ -65,7 +88,8 @@ def main():
         single = (c.mcring_pool(servers, []), "")
         configs = {"": single, "routes": c.routed_pools(a.routes, []),
                    "shared-routes": c.routed_pools(a.routes, [], shared=True),
-                   "disjoint-routes": c.routed_pools(a.routes, [], disjoint=True)}
+                   "disjoint-routes": c.routed_pools(a.routes, [], disjoint=True),
+                   "watch": (c.mcring_pool(servers, ["allow_watch=true", "log_keys=plain"]), "")}
         # Pre-fill (uninstrumented, the newest binary given): both placements.
         fill_bin = targets[-1][1]
         fills = [("single", single), ("routed", configs["routes"])]
@@ -88,6 +112,7 @@ def main():
                 return ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + cg, binary,
                         "-c", conf, "-s", str(launch.free_port()), "-a", launch.HOST]
             m = L.start(name, command, timeout=120)
+            watcher = attach_watcher(m.port) if kind == "watch" else None
             for w, extra in WORKLOADS.items():
                 load = ["--ratio=1:10", "--key-pattern=R:R", "-c", "50", "-t", "1"] + extra
                 memtier(t, m.port, load + ["--requests=%d" % (a.requests // 4)])  # warm
@@ -105,6 +130,8 @@ def main():
                 results[(name, w)] = (ir, reqs)
                 print("%-12s %-8s %14d Ir %8d requests %9.0f Ir/request" % (name, w, ir, reqs, ir / reqs),
                       flush=True)
+            if watcher is not None:
+                watcher.close()
             m.stop()
         print()
         print("| workload | " + " | ".join(n for n, _, _ in targets) + " |")

@@ -7,6 +7,7 @@
 const POLL_MS = 2000;
 const HOTKEYS_RETRY_POLLS = 30;  // after a 404, ask /hotkeys again this many polls later
 const HOTKEYS_SHOWN = 10;  // per pool, hottest first (/hotkeys lists 20)
+const SLOW_SHOWN = 10;  // newest first (/slow keeps 32)
 const COLORS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
                 "#ff9da7", "#9c755f", "#bab0ac"];
 const SVG = "http://www.w3.org/2000/svg";
@@ -516,6 +517,35 @@ function drawRoutes(data, now) {
   }
 }
 
+// Slow requests (/slow, slow_request_ms): hidden while no pool has it; the last ones, newest
+// first, with each pool's count. Keys are as the pool's log_keys shows them.
+function drawSlow(data) {
+  const panel = document.getElementById("slow");
+  const body = document.getElementById("slow-body");
+  const pools = ((data && data.pools) || []).filter((p) => p.slow_request_ms > 0 || p.count > 0);
+  if (!pools.length) {
+    panel.hidden = true;
+    return;
+  }
+  panel.hidden = false;
+  body.replaceChildren(el("p", {class: "muted text", text: pools.map((p) =>
+    `${p.pool}: ${p.count} slower than ${p.slow_request_ms} ms`).join(" · ")}));
+  const tb = el("tbody");
+  for (const s of (data.requests || []).slice(0, SLOW_SHOWN)) {
+    tb.append(el("tr", {}, el("td", {class: "text", text: new Date(s.time_ms).toLocaleTimeString()}),
+      el("td", {class: "text", text: s.pool + (s.route ? " / " + s.route : "")}),
+      el("td", {class: "text", text: s.cmd}), el("td", {class: "text", text: s.key}),
+      el("td", {text: num(s.elapsed_us / 1000)}), el("td", {class: "text", text: s.status}),
+      el("td", {class: "text", text: s.backend}), el("td", {class: "text", text: s.client})));
+  }
+  if (!tb.children.length) {
+    tb.append(el("tr", {}, el("td", {colSpan: 8, class: "muted text", text: "None yet."})));
+  }
+  body.append(el("table", {}, el("thead", {}, el("tr", {},
+    ...["time", "pool", "cmd", "key", "ms", "status", "server", "client"].map((t) =>
+      el("th", {class: t === "ms" ? "" : "text", text: t})))), tb));
+}
+
 async function fetchHotkeys() {
   if (state.hotkeysWait > 0) {
     state.hotkeysWait--;
@@ -557,9 +587,9 @@ function drawSummary(stats, backends) {
 
 async function poll() {
   try {
-    const [stats, backends, timeline, events, reloads, hotkeys, routes] = await Promise.all([
+    const [stats, backends, timeline, events, reloads, hotkeys, routes, slow] = await Promise.all([
       getJson("/stats"), getJson("/backends"), getJson("/timeline"), getJson("/events"),
-      getJson("/reloads"), fetchHotkeys(), getJson("/routes")]);
+      getJson("/reloads"), fetchHotkeys(), getJson("/routes"), getJson("/slow")]);
     const now = Date.now();
     updateRates(backends, now);
     drawSummary(stats, backends);
@@ -597,6 +627,7 @@ async function poll() {
     drawReloads(reloads);
     drawHotkeys(hotkeys);
     drawRoutes(routes, now);
+    drawSlow(slow);
     document.body.dataset.loaded = "1";
     setStatus("updated " + new Date(now).toLocaleTimeString());
   } catch (err) {

@@ -104,6 +104,9 @@ TEST_CASE("config/examples/local.yml is what `make run` starts") {
   CHECK(p.routing.distribution == routing::Distribution::Ketama);
   CHECK(p.timeout_ms == 1000u);
   CHECK(p.allow_flush_all);  // a local playground
+  CHECK(p.allow_watch);
+  CHECK(p.log_keys == LogKeys::Plain);
+  CHECK(p.slow_request_ms == 50u);
   REQUIRE(p.servers.size() == 3);
   for (size_t i = 0; i < 3; ++i) {
     CHECK(p.servers[i].identity() == "127.0.0.1:" + std::to_string(11301 + i));
@@ -305,6 +308,21 @@ TEST_CASE("twemproxy's redis-only keys are refused") {
 }
 
 // --- keys ---
+
+TEST_CASE("allow_watch, slow_request_ms, log_keys: off and hashed by default") {
+  const std::string head = "a:\n  listen: 127.0.0.1:1\n  servers:\n    - 127.0.0.1:2:1\n";
+  const PoolConfig d = loadOk(head).pools[0];
+  CHECK_FALSE(d.allow_watch);
+  CHECK(d.slow_request_ms == 0u);
+  CHECK(d.log_keys == LogKeys::Hash);
+  const PoolConfig p =
+      loadOk(head + "  allow_watch: true\n  slow_request_ms: 250\n  log_keys: none\n").pools[0];
+  CHECK(p.allow_watch);
+  CHECK(p.slow_request_ms == 250u);
+  CHECK(p.log_keys == LogKeys::None);
+  CHECK_FALSE(errorsOf(head + "  log_keys: secret\n").lines.empty());
+  CHECK_FALSE(errorsOf(head + "  slow_request_ms: -1\n").lines.empty());
+}
 
 TEST_CASE("unknown key: suggests the closest known key") {
   CHECK(errorsOf("a:\n  listen: 127.0.0.1:1\n  timout: 400\n  servers: [127.0.0.1:2:1]\n") ==

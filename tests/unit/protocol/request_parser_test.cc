@@ -350,14 +350,15 @@ const std::vector<RequestCase> kOther = {
     {"slabs reassign 1 2\r\n", {"!unknown_command len=20", kDone}},
     {"cache_memlimit 100\r\n", {"!unknown_command len=20", kDone}},
     {"lru_crawler crawl all\r\n", {"!unknown_command len=23", kDone}},
-    {"watch\r\n", {"!unknown_command len=7", kDone}},
     // Not memcached's last branch, or another last token: ERROR as for any unknown command.
     {"FOO" + repeat(" a", 22) + " HTTP/1.0\r\n", {"!unknown_command len=58", kDone}},
     {"H HTTP/1.1\r\n", {"!unknown_command len=12", kDone}},
     {"mx HTTP/1.1\r\n", {"!unknown_command len=13", kDone}},
     {"gxx HTTP/1.1\r\n", {"!unknown_command len=14", kDone}},
     {"tx HTTP/1.1\r\n", {"!unknown_command len=13", kDone}},
-    {"watch HTTP/1.1\r\n", {"!unknown_command len=16", kDone}},
+    // watch is parsed (the session reads its names: an unknown one is memcached's ERROR).
+    {"watch\r\n", {"watch args=[] len=7", kDone}},
+    {"watch HTTP/1.1\r\n", {"watch args=[HTTP/1.1] len=16", kDone}},
     {"bget HTTP/1.1\r\n", {"!unknown_command len=15", kDone}},
     {"FOO HTTP/1.1 x\r\n", {"!unknown_command len=16", kDone}},
     {"FOO http/1.1\r\n", {"!unknown_command len=14", kDone}},
