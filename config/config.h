@@ -143,7 +143,10 @@ struct PoolConfig {
   uint32_t warmup_max_inflight = 1000;  // per worker thread; beyond it a miss is a miss
   // Hot keys (stats/hot_key_sketch.h): each worker counts the pool's most requested keys.
   bool hot_keys = true;
-  uint32_t hot_key_capacity = 128;      // keys each worker's sketch monitors
+  uint32_t hot_key_capacity = 128;  // keys each worker's sketch monitors
+  // `stats detail` (stats/prefix_stats.h): a key's prefix ends at this byte (memcached's -D).
+  char prefix_delimiter = ':';
+  uint32_t detail_max_prefixes = 1000;  // prefixes per table; the rest count on one overflow line
   uint32_t hot_key_event_percent = 10;  // a key above this share of requests is an event; 0: none
   // ...and at this many requests per second at least (a few requests a second on an idle pool
   // are a large share of nothing).

@@ -8,6 +8,7 @@
 #include "proxy/admin/hot_key_watch.h"
 #include "proxy/admin/membership_monitor.h"
 #include "proxy/admin/what_if.h"
+#include "proxy/common/clock.h"
 #include "proxy/common/json.h"
 #include "proxy/common/log.h"
 
@@ -118,11 +119,17 @@ net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
   } else if (path == "/routes") {
     r.content_type = "application/json";
     r.body = routesJson(proxy_.reporter().routeReport());
+  } else if (path == "/prefixes") {
+    r.content_type = "application/json";
+    r.body = traffic_.prefixesJson(common::wallClockMs());
+  } else if (path == "/clients") {
+    r.content_type = "application/json";
+    r.body = traffic_.clientsJson(common::wallClockMs());
   } else {
     return {404,
             "text/plain; charset=utf-8",
             "not found; try / (the console) /healthz /metrics /stats /backends /timeline /reloads "
-            "/events /hotkeys /routes, POST /whatif/<pool>, POST /reload\n",
+            "/events /hotkeys /routes /prefixes /clients, POST /whatif/<pool>, POST /reload\n",
             {}};
   }
   return r;
@@ -200,6 +207,7 @@ std::string AdminEndpoint::metrics() const {
   }
   backendMetrics(&out);
   appendRouteMetrics(rep.routeReport(), &out);
+  traffic_.appendMetrics(common::wallClockMs(), &out);
   out += "# HELP mcring_build_info build information\n# TYPE mcring_build_info gauge\n";
   out += "mcring_build_info{version=\"" MCRING_VERSION "\"} 1\n";
   return out;
