@@ -7,7 +7,8 @@
 - 100,000 random prefixes leave the dump within detail_max_prefixes + 1 lines (the overflow line
   `*:other`), every get accounted for, and RSS flat once the tables are full.
 - GET /clients ranks a client sending ten times the requests of another first, with their exact
-  counts; /metrics carries the top prefixes and clients and passes promtool check metrics.
+  counts; /metrics carries the top prefixes and clients and passes promtool check metrics; the
+  console shows both panels.
 """
 
 import json
@@ -18,8 +19,8 @@ import subprocess
 import time
 import unittest
 
-from harness import (HOST, Conn, IntegrationCase, Memcached, SANITIZED, admin_http, proc_rss_kb,
-                     server_line)
+from harness import (HOST, Conn, IntegrationCase, Memcached, SANITIZED, admin_http, proc_rss_kb)
+from headless_browser import Browser, chromium_path
 
 
 def dump(conn, command=b"stats detail dump\r\n"):
@@ -224,6 +225,30 @@ class TopClientsTest(IntegrationCase):
         check = subprocess.run([promtool, "check", "metrics"], input=metrics,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
         self.assertEqual(check.returncode, 0, check.stdout.decode(errors="replace"))
+
+
+@unittest.skipIf(chromium_path() is None, "chromium not installed (packaging/deps.sh test)")
+class ConsolePanelsTest(IntegrationCase):
+
+    def test_console_shows_top_prefixes_and_clients(self):
+        self.start_memcacheds(1)
+        mc = self.start_mcring(self.servers)
+        self.dump_log_on_failure(mc)
+        c = self.conn(mc.port)
+        self.assertEqual(one_line(c, b"stats detail on\r\n"), b"OK\r\n")
+        pipelined_gets(c, [b"shown:%d" % i for i in range(300)])
+        browser = Browser()
+        self.addCleanup(browser.close)
+        browser.navigate("http://%s:%d/" % (HOST, mc.admin_port))
+        cells = "[...document.querySelectorAll('#%s tr.%s')].map((r) => [...r.cells].map((c) => c.textContent))"
+        prefixes = browser.wait_for("(() => { const r = %s; return r.length && r; })()"
+                                    % (cells % ("prefixes", "prefix")), what="the prefixes panel")
+        clients = browser.wait_for("(() => { const r = %s; return r.length && r; })()"
+                                   % (cells % ("clients", "client")), what="the clients panel")
+        print("\nconsole: prefixes %s, clients %s" % (prefixes, clients))
+        self.assertEqual(prefixes[0][0], "shown")
+        self.assertEqual(prefixes[0][3], "300")
+        self.assertEqual(clients[0][0], "127.0.0.1")
 
 
 if __name__ == "__main__":
