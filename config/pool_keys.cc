@@ -877,12 +877,12 @@ const std::array kPoolKeys = {
     },
     PoolKey{
         .name = "detail_max_prefixes", .type = "integer", .origin = KeyOrigin::Mcring,
-        .meaning = "Prefixes `stats detail` counts, 1 to 100000 (per worker, and in the merged "
+        .meaning = "Prefixes `stats detail` counts, 1 to 10000 (per worker, and in the merged "
                    "dump): the keys of any further prefix count on one line, `PREFIX *<d>other` "
                    "(`<d>` the delimiter, so no real prefix has that name), so random keys cannot "
                    "grow its memory (about 100 bytes a prefix a worker).",
         .apply = [](ValueReader& v, PoolConfig& p) {
-          setNumber(v, p.detail_max_prefixes, 1, 100000);
+          setNumber(v, p.detail_max_prefixes, 1, 10000);
         },
         .show = [](const PoolConfig& p) { return std::to_string(p.detail_max_prefixes); },
     },

@@ -34,7 +34,7 @@ std::string decode(const Words& w) {
 ClientRef ClientTable::acquire(const std::string& address) {
   const Words want = encode(address);
   for (size_t i = 0; i < used_; ++i) {
-    if (load(slots_[i]) == want) {
+    if (owners_[i] == want) {
       ++slots_[i].sessions;
       return {&slots_[i], slots_[i].seq.load(std::memory_order_relaxed)};
     }
@@ -53,6 +53,7 @@ ClientRef ClientTable::acquire(const std::string& address) {
     };
     s = &*std::min_element(slots_.begin(), slots_.end(), fewer);
   }
+  owners_[static_cast<size_t>(s - slots_.data())] = want;
   const uint64_t seq = s->seq.load(std::memory_order_relaxed);
   s->seq.store(seq + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);

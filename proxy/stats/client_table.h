@@ -61,6 +61,8 @@ class ClientTable {
 
  private:
   std::array<ClientSlot, kSlots> slots_{};
+  // Each slot's address as the worker wrote it (worker-only): acquire's scan reads plain memory.
+  std::array<std::array<uint64_t, 8>, kSlots> owners_{};
   size_t used_ = 0;
 };
 

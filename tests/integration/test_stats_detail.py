@@ -116,6 +116,26 @@ class StatsDetailTest(IntegrationCase):
     def test_dump_matches_memcached_forwarded(self):
         self.run_both("false")
 
+    def test_prefix_delimiter_is_memcacheds_D(self):
+        """prefix_delimiter "/" against memcached -D / (which turns detail on by itself; mcring
+        waits for `stats detail on`)."""
+        self.start_memcacheds(1)
+        ref = Memcached(extra_args=["-D", "/"])
+        self.addCleanup(ref.stop)
+        mc = self.start_mcring(self.servers, extra={"prefix_delimiter": '"/"'})
+        self.dump_log_on_failure(mc)
+        sides = [self.conn(mc.port), Conn(HOST, ref.port)]
+        self._conns.append(sides[1])
+        self.assertEqual(one_line(sides[0], b"stats detail on\r\n"), b"OK\r\n")
+        for c in sides:
+            c.request(b"set a/b:c 0 0 1\r\nx\r\n")
+            c.request(b"get a/b:c a:b/c b:c d/e\r\n")
+            c.request(b"delete d/e\r\n")
+        dumps = [dump(c) for c in sides]
+        print("\nprefix_delimiter /: %r" % dumps[0])
+        self.assertIn(b"PREFIX a:b get 1 hit 0 set 0 del 0\r\n", dumps[0])
+        self.assertEqual(dumps[0], dumps[1])
+
 
 def pipelined_gets(conn, keys, batch=2000):
     """One get per key, `batch` at a time, every reply read (bounded: len(keys) requests)."""
