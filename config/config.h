@@ -149,6 +149,10 @@ struct PoolConfig {
   // changed is answered from its previous server and copied to the new one. 0: off.
   uint32_t warmup_window_ms = 0;
   uint32_t warmup_max_inflight = 1000;  // per worker thread; beyond it a miss is a miss
+  // `stats detail` (stats/prefix_stats.h): a key's prefix ends at this byte (memcached's -D);
+  // prefixes per table, the rest counting on one overflow line.
+  char prefix_delimiter = ':';
+  uint32_t detail_max_prefixes = 1000;
   // Hot keys (stats/hot_key_sketch.h): each worker counts the pool's most requested keys.
   bool hot_keys = true;
   uint32_t hot_key_capacity = 128;      // keys each worker's sketch monitors

@@ -191,6 +191,9 @@ PoolDiff diffPool(const PoolConfig& a, const PoolConfig& b) {
   keyChange(&k, "hot_key_event_percent", str(a.hot_key_event_percent),
             str(b.hot_key_event_percent));
   keyChange(&k, "hot_key_min_rate", str(a.hot_key_min_rate), str(b.hot_key_min_rate));
+  keyChange(&k, "prefix_delimiter", std::string(1, a.prefix_delimiter),
+            std::string(1, b.prefix_delimiter));
+  keyChange(&k, "detail_max_prefixes", str(a.detail_max_prefixes), str(b.detail_max_prefixes));
   keyChange(&k, "hot_key_spread", str(a.hot_key_spread), str(b.hot_key_spread));
   keyChange(&k, "hot_key_copy_ttl", str(a.hot_key_copy_ttl_ms), str(b.hot_key_copy_ttl_ms));
   keyChange(&k, "hot_key_metrics", std::string(hotKeyMetricsName(a.hot_key_metrics)),

@@ -897,6 +897,33 @@ const std::array kPoolKeys = {
         .show = [](const PoolConfig& p) { return std::to_string(p.hot_key_capacity); },
     },
     PoolKey{
+        .name = "prefix_delimiter", .type = "character", .origin = KeyOrigin::Mcring,
+        .meaning = "The byte that ends a key's prefix for `stats detail` (memcached's `-D`): a key "
+                   "counts under the bytes before its first one; a key without it is not counted. "
+                   "Unlike `-D`, setting it does not turn detail on (`stats detail on` does).",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          std::string text;
+          setString(v, text, "one character");
+          if (text.size() > 1 || (text.size() == 1 && (text[0] <= ' ' || text[0] == 0x7f))) {
+            v.error("expected one printable character, got \"" + text + "\"");
+          } else if (text.size() == 1) {
+            p.prefix_delimiter = text[0];
+          }
+        },
+        .show = [](const PoolConfig& p) { return std::string(1, p.prefix_delimiter); },
+    },
+    PoolKey{
+        .name = "detail_max_prefixes", .type = "integer", .origin = KeyOrigin::Mcring,
+        .meaning = "Prefixes `stats detail` counts, 1 to 10000 (per worker, and in the merged "
+                   "dump): the keys of any further prefix count on one line, `PREFIX *<d>other` "
+                   "(`<d>` the delimiter, so no real prefix has that name), so random keys cannot "
+                   "grow its memory (about 100 bytes a prefix a worker).",
+        .apply = [](ValueReader& v, PoolConfig& p) {
+          setNumber(v, p.detail_max_prefixes, 1, 10000);
+        },
+        .show = [](const PoolConfig& p) { return std::to_string(p.detail_max_prefixes); },
+    },
+    PoolKey{
         .name = "hot_key_event_percent", .type = "integer (%)", .origin = KeyOrigin::Mcring,
         .meaning = "A key whose share of the pool's requests over a window reaches this percentage "
                    "is logged and recorded as a hot-key event (and again once it has cooled "

@@ -9,6 +9,7 @@
 #include "proxy/admin/membership_monitor.h"
 #include "proxy/admin/slow_report.h"
 #include "proxy/admin/what_if.h"
+#include "proxy/common/clock.h"
 #include "proxy/common/json.h"
 #include "proxy/common/log.h"
 
@@ -122,12 +123,19 @@ net::HttpResponse AdminEndpoint::handle(const net::HttpRequest& request) {
   } else if (path == "/slow") {
     r.content_type = "application/json";
     r.body = slowRequestsJson(proxy_.reporter().topology().get());
+  } else if (path == "/prefixes") {
+    r.content_type = "application/json";
+    r.body = traffic_.prefixesJson(common::wallClockMs());
+  } else if (path == "/clients") {
+    r.content_type = "application/json";
+    r.body = traffic_.clientsJson(common::wallClockMs());
   } else {
-    return {404,
-            "text/plain; charset=utf-8",
-            "not found; try / (the console) /healthz /metrics /stats /backends /timeline /reloads "
-            "/events /hotkeys /routes /slow, POST /whatif/<pool>, POST /reload\n",
-            {}};
+    return {
+        404,
+        "text/plain; charset=utf-8",
+        "not found; try / (the console) /healthz /metrics /stats /backends /timeline /reloads "
+        "/events /hotkeys /routes /slow /prefixes /clients, POST /whatif/<pool>, POST /reload\n",
+        {}};
   }
   return r;
 }
@@ -204,6 +212,7 @@ std::string AdminEndpoint::metrics() const {
   }
   backendMetrics(&out);
   appendRouteMetrics(rep.routeReport(), &out);
+  traffic_.appendMetrics(common::wallClockMs(), &out);
   out += "# HELP mcring_build_info build information\n# TYPE mcring_build_info gauge\n";
   out += "mcring_build_info{version=\"" MCRING_VERSION "\"} 1\n";
   return out;

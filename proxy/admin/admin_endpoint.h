@@ -12,6 +12,7 @@
 #include "proxy/admin/admin_access.h"
 #include "proxy/admin/reload_history.h"
 #include "proxy/admin/stats_reporter.h"
+#include "proxy/admin/traffic_report.h"
 #include "proxy/net/http_server.h"
 
 namespace mcring::core {
@@ -38,7 +39,8 @@ class AdminEndpoint {
   static constexpr uint32_t kReplyTimeoutMs = 10000;
 
   // counters: where refused requests, shed and timed-out connections and accept errors count.
-  AdminEndpoint(AdminSource& proxy, StatsReporter& counters) : proxy_(proxy), counters_(counters) {}
+  AdminEndpoint(AdminSource& proxy, StatsReporter& counters)
+      : proxy_(proxy), counters_(counters), traffic_(counters) {}
   // Reads the token and checks the address rule (AdminAccess::init); before open().
   bool configure(AdminAccessOptions access, std::string* error);
   bool open(net::EventLoop& loop, const std::string& address, uint16_t port, std::string* error);
@@ -59,6 +61,7 @@ class AdminEndpoint {
   AdminSource& proxy_;
   StatsReporter& counters_;
   AdminAccess access_;
+  mutable TrafficReport traffic_;  // top prefixes and clients (rates between reads)
   std::unique_ptr<net::HttpServer> server_;
 };
 

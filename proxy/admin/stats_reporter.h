@@ -17,8 +17,10 @@
 #include "proxy/admin/reload_history.h"
 #include "proxy/admin/route_report.h"
 #include "proxy/stats/backend_stats.h"
+#include "proxy/stats/client_table.h"
 #include "proxy/stats/counters.h"
 #include "proxy/stats/pool_memory.h"
+#include "proxy/stats/prefix_stats.h"
 #include "proxy/stats/route_stats.h"
 #include "proxy/stats/stats_renderer.h"
 
@@ -52,6 +54,18 @@ class StatsReporter final : public stats::StatsRenderer {
   std::shared_ptr<const config::Topology> topology() const {
     std::lock_guard<std::mutex> lock(mutex_);
     return topology_;
+  }
+  // `stats detail` of every pool, and every worker's client table (GET /clients).
+  void setPrefixStats(const stats::PrefixStatsRegistry* prefixes) { prefix_stats_ = prefixes; }
+  const stats::PrefixStatsRegistry* prefixStats() const { return prefix_stats_; }
+  void addClients(const stats::ClientTable* table) { client_tables_.push_back(table); }
+  // Any thread: every client address's counts, summed over workers.
+  std::map<std::string, stats::ClientTotals> clients() const {
+    std::map<std::string, stats::ClientTotals> out;
+    for (const stats::ClientTable* t : client_tables_) {
+      t->read(&out);
+    }
+    return out;
   }
   void setHotKeys(const class HotKeyWatch* hot_keys) { hot_keys_ = hot_keys; }
   const class HotKeyWatch* hotKeys() const { return hot_keys_; }
@@ -106,6 +120,8 @@ class StatsReporter final : public stats::StatsRenderer {
   const class BackendPoller* poller_ = nullptr;
   const class MembershipMonitor* monitor_ = nullptr;
   const class HotKeyWatch* hot_keys_ = nullptr;
+  const stats::PrefixStatsRegistry* prefix_stats_ = nullptr;
+  std::vector<const stats::ClientTable*> client_tables_;
 
   uint64_t start_time_;  // wall clock seconds at start (uptime)
   const ReloadHistory* reloads_ = nullptr;

@@ -445,6 +445,9 @@ BackendConnection::Take BackendConnection::takeValue(PendingRequest& r, Fragment
   ++fr.hits;
   stats::bump(server_.worker().counters().get_hits);
   stats::bump(server_.stats().get_hits);
+  if (PoolRuntime& pool = server_.pool(); pool.detailOn()) {
+    pool.countDetail(multigetKey(r, idx), stats::PrefixOp::Hit);
+  }
   net::Buffer& in = tcp_->input();
   if (&sink == &r.reply) {
     forward(r, sink, n);
@@ -605,6 +608,9 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       if (rep.kind == ReplyKind::Value) {
         ++hits_in_reply_;
         ++r->units_received;
+        if (PoolRuntime& pool = server_.pool(); pool.detailOn()) {
+          pool.countDetail(rep.key.in(line), stats::PrefixOp::Hit);
+        }
         forward(*r, r->reply, n);
         return Step::More;
       }

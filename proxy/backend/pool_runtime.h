@@ -17,6 +17,7 @@
 #include "proxy/routing/prefix_table.h"
 #include "proxy/stats/hot_key_sketch.h"
 #include "proxy/stats/pool_memory.h"
+#include "proxy/stats/prefix_stats.h"
 #include "proxy/stats/route_stats.h"
 
 namespace mcring::core {
@@ -65,6 +66,19 @@ struct PoolRuntime {
   // the worker publishes and clears it each window (stats/hot_key_board.h).
   std::unique_ptr<stats::HotKeySketch> hot_keys;
   int64_t hot_keys_since_ms = 0;  // wall clock, the current window's start
+
+  // `stats detail` (stats/prefix_stats.h): the pool's switch, shared by the workers, and this
+  // worker's table. With detail off a request pays one load and one branch (detailOn()).
+  std::shared_ptr<stats::PrefixStats> detail;
+  stats::PrefixCounts* detail_counts = nullptr;
+  const std::atomic<bool>* detail_on = &stats::kPrefixStatsOff;
+  bool detailOn() const { return detail_on->load(std::memory_order_relaxed); }
+  void countDetail(std::string_view key, stats::PrefixOp op) {
+    std::string_view prefix;
+    if (detail_counts != nullptr && stats::keyPrefix(key, detail->delimiter(), &prefix)) {
+      detail_counts->record(prefix, op);
+    }
+  }
 
   // The pool's spread keys as the main thread last published them (null: none); see
   // backend/hot_spread.h.

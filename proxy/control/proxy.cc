@@ -117,13 +117,17 @@ bool Proxy::start() {
     threads = 1;
   }
   std::vector<const stats::BackendStatsList*> lists;
+  prefix_stats_ = std::make_unique<stats::PrefixStatsRegistry>(static_cast<size_t>(threads));
+  reporter_.setPrefixStats(prefix_stats_.get());
   for (int i = 0; i < threads; ++i) {
     workers_.push_back(std::make_unique<Worker>(i, threads, reporter_));
     workers_.back()->setHotKeyBoard(&hot_key_board_);
+    workers_.back()->setPrefixStats(prefix_stats_.get());
     const Worker& w = *workers_.back();
     reporter_.addWorker(&w.counters(), &w.backendStats());
     reporter_.addPoolMemory(&w.poolMemory());
     reporter_.addRouteStats(&w.routeStats());
+    reporter_.addClients(&w.clients());
     lists.push_back(&w.backendStats());
   }
   poller_ = std::make_unique<BackendPoller>(loop_, options_.backend_stats_interval_s);

@@ -120,6 +120,8 @@ class Proxy final : public AdminSource {
   std::unique_ptr<BackendPoller> poller_;
   std::unique_ptr<MembershipMonitor> monitor_;
   stats::HotKeyBoard hot_key_board_;  // workers publish, the watch reads
+  // `stats detail` of every pool: the workers count, the admin endpoint and dumps read.
+  std::unique_ptr<stats::PrefixStatsRegistry> prefix_stats_;
   std::unique_ptr<HotKeyWatch> hot_key_watch_;
   std::unique_ptr<Discovery> discovery_;  // pools with servers_dns
   bool starting_ = false;                 // start() waits on the loop for first DNS answers

@@ -257,6 +257,12 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
     std::vector<BackendServer*> previous_by_index = runtime->by_index;
     runtime->topology = pool_topo;
     runtime->tls = {};
+    if (prefix_stats_ != nullptr) {
+      runtime->detail = prefix_stats_->forPool(name, pool_topo->config.prefix_delimiter,
+                                               pool_topo->config.detail_max_prefixes);
+      runtime->detail_counts = &runtime->detail->worker(static_cast<size_t>(id_));
+      runtime->detail_on = &runtime->detail->enabledFlag();
+    }
     if (tls) {
       if (auto found = tls->find(name); found != tls->end()) {
         runtime->tls = found->second;

@@ -23,6 +23,7 @@
 #include "proxy/stats/backend_stats.h"
 #include "proxy/stats/counters.h"
 #include "proxy/stats/hot_key_board.h"
+#include "proxy/stats/prefix_stats.h"
 #include "proxy/stats/stats_renderer.h"
 
 namespace mcring::core {
@@ -68,6 +69,7 @@ class Worker final : public SessionContext {
   void setServerDownHandler(ServerDownFn fn) { server_down_ = std::move(fn); }
   // Where the worker publishes its hot-key windows (set before start()).
   void setHotKeyBoard(stats::HotKeyBoard* board) { hot_key_board_ = board; }
+  void setPrefixStats(stats::PrefixStatsRegistry* registry) { prefix_stats_ = registry; }
   void reportServerDown(const std::string& pool, const std::string& identity) override {
     if (server_down_) {
       server_down_(pool, identity);
@@ -130,6 +132,7 @@ class Worker final : public SessionContext {
   std::unique_ptr<net::Timer> input_probe_;  // while sessions wait for input memory
   std::unique_ptr<net::Timer> hot_key_roll_;
   stats::HotKeyBoard* hot_key_board_ = nullptr;
+  stats::PrefixStatsRegistry* prefix_stats_ = nullptr;  // every pool's `stats detail`
   uint64_t retired_peak_bytes_ = 0;  // peaks of sessions gone since the last malloc_trim
   uint64_t idle_sweep_ms_ = 0;       // period of idle_sweep_; 0: stopped
   uint64_t next_warmup_id_ = 1;

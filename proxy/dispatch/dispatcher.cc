@@ -18,6 +18,7 @@
 #include "proxy/dispatch/multiget.h"
 #include "proxy/dispatch/route_failover.h"
 #include "proxy/dispatch/spread_fill.h"
+#include "proxy/dispatch/stats_detail.h"
 #include "proxy/dispatch/unavailable.h"
 #include "proxy/dispatch/warmup.h"
 #include "proxy/protocol/meta_flags.h"
@@ -127,7 +128,7 @@ const std::string& Dispatcher::lineAsSent(std::string_view line, const protocol:
 }
 
 // Per-backend accounting of one keyed request: command kind and the key's distinct-key sketch;
-// and the pool's hot-key sketch.
+// and the pool's hot-key sketch and, with `stats detail on`, its prefix stats.
 void Dispatcher::countForBackend(BackendServer& server, std::string_view key) {
   stats::BackendStats& bs = server.stats();
   stats::bump(bs.*kBackendCounterOf[effectIndex(req_->command)]);
@@ -139,6 +140,9 @@ void Dispatcher::countForBackend(BackendServer& server, std::string_view key) {
   PoolRuntime& pool = server.pool();  // a multi-get across routes spans pools
   if (pool.hot_keys) {
     pool.hot_keys->record(key, hash);
+  }
+  if (pool.detailOn()) {
+    countDetail(pool, req_->command, key);
   }
 }
 

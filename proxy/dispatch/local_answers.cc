@@ -7,6 +7,7 @@
 #include <span>
 
 #include "proxy/dispatch/dispatcher.h"
+#include "proxy/dispatch/stats_detail.h"
 #include "proxy/protocol/reply_lines.h"
 
 namespace mcring::core {
@@ -137,8 +138,11 @@ void Dispatcher::answerLocal(std::string_view line) {
           out = protocol::kCacheDumpRefusedLine;
           stats::bump(worker_.counters().client_errors);
         }
+      } else if (std::string args = std::move(out); answerStatsDetail(*pool_, args, &out)) {
+        if (out.starts_with("CLIENT_ERROR")) {
+          stats::bump(worker_.counters().client_errors);
+        }
       } else {
-        std::string args = std::move(out);
         if (!views_.renderer().render(args, &out)) {
           stats::bump(worker_.counters().client_errors);
         }

@@ -287,6 +287,9 @@ void onWarmupReply(PendingRequest& r, uint32_t i, const protocol::Reply& rep, st
     fr.values.append(data);
     r.key_hit_length[i] = header.size() + data.size();
     stats::bump(c.get_hits);
+    if (r.pool != nullptr && r.pool->detailOn()) {
+      r.pool->countDetail(keyOf(r, i), stats::PrefixOp::Hit);
+    }
   }
   if (r.session != nullptr && r.pool != nullptr) {
     // Routed again now, not when the fetch was sent: a reload in between may have moved the key

@@ -1,6 +1,10 @@
 // ClientSession: framing, the in-order reply FIFO, back-pressure and the memory budget.
 #include "proxy/session/client_session.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <iterator>
 
@@ -24,8 +28,31 @@ ClientSession::ClientSession(SessionContext& worker, PoolRuntime& pool, uint64_t
       binary_framer_(pool.parser),
       dispatcher_(worker, worker.statsViews(), worker.metadumps(), worker.shadows()) {}
 
+namespace {
+
+// The client's address without its port, for top clients: its connections count together.
+std::string peerAddress(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) {
+    return "unknown";
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  if (ss.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, text, sizeof text);
+  } else if (ss.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, text, sizeof text);
+  } else {
+    return "unix";
+  }
+  return text;
+}
+
+}  // namespace
+
 ClientSession::~ClientSession() {
   endWatch();
+  worker_.clients().release(client_);
   releaseSlot();
   // Requests still owed by backends lose their session; they are recycled when answered.
   dropFifo();
@@ -39,6 +66,8 @@ bool ClientSession::attach(int fd, const net::TlsSetup* tls) {
   }
   // A request larger than this needs a reservation first (wantInput).
   tcp_->setReadHighWatermark(kInputAllowance);
+  client_address_ = peerAddress(fd);
+  client_ = worker_.clients().acquire(client_address_);
   return true;
 }
 
@@ -140,6 +169,7 @@ void ClientSession::processInput() {
       continue;
     }
     stats::bump(worker_.counters().bytes_read, frame.length);
+    countClientRequest(frame.length);
     dispatcher_.dispatch(*this, *pool_, req_, frame.line);  // takes exactly frame.length bytes
     if (input_reserved_ > 0) {
       releaseInput();
@@ -370,7 +400,7 @@ bool ClientSession::tryStream(PendingRequest& r) {
   if (!r.reply.empty()) {
     const size_t before = tcp_->output().size();
     writeReply(r, tcp_->output());
-    stats::bump(worker_.counters().bytes_written, tcp_->output().size() - before);
+    countWritten(tcp_->output().size() - before);
   }
   r.streaming = true;
   syncOutput();
@@ -386,9 +416,9 @@ void ClientSession::streamReply(net::Buffer& from, uint64_t n) {
   if (!fifo_.empty() && fifo_.front()->binary.active) {
     const size_t before = out.size();
     writeBinaryUnit(fifo_.front()->binary, from, n, out);
-    stats::bump(worker_.counters().bytes_written, out.size() - before);
+    countWritten(out.size() - before);
   } else {
-    stats::bump(worker_.counters().bytes_written, n);
+    countWritten(n);
     from.moveTo(out, n);
   }
   syncOutput();
@@ -464,7 +494,7 @@ void ClientSession::advanceStream(PendingRequest& r) {
     ++r.stream_key;
   }
   if (out.size() != before) {
-    stats::bump(worker_.counters().bytes_written, out.size() - before);
+    countWritten(out.size() - before);
     syncOutput();
   }
 }
@@ -527,7 +557,7 @@ void ClientSession::flush() {
     }
     const size_t before = out.size();
     writeReply(*r, out);
-    stats::bump(worker_.counters().bytes_written, out.size() - before);
+    countWritten(out.size() - before);
     close_now = r->close_after;
     r->session = nullptr;
     worker_.requests().release(r);

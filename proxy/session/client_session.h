@@ -124,6 +124,19 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   void processInput();
   // The request at the front of the input needs `need` bytes in all (0: its line has not ended).
   void wantInput(uint64_t need);
+  // Top clients (stats/client_table.h): a request read, bytes written to the client.
+  void countClientRequest(uint64_t bytes_in) {
+    if (!client_.current()) [[unlikely]] {
+      client_ = worker_.clients().acquire(client_address_);  // its slot went to another address
+    }
+    stats::countRequest(client_, bytes_in);
+  }
+  void countWritten(uint64_t n) {
+    stats::bump(worker_.counters().bytes_written, n);
+    if (client_.current()) {
+      stats::countWritten(client_, n);
+    }
+  }
   void releaseInput();
   void syncOutput();
   uint64_t clientLimit() const { return pool_->config().client_buffer_limit; }
@@ -202,6 +215,8 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   uint64_t partial_requests_ = 0;  // requests_ when the partial request was first seen
   uint64_t partial_since_ms_ = 0;  // sweep that first saw it; 0: no partial request
   mutable uint64_t peak_buffered_ = 0;
+  std::string client_address_;  // the peer's address without port ("unix" for a socket file)
+  stats::ClientRef client_;
   bool reading_ = true;
   bool read_eof_ = false;
   bool draining_ = false;
@@ -213,8 +228,8 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   // (cleared when the session ends; posted wake-ups hold it).
   std::shared_ptr<stats::Watcher> watcher_;
   std::shared_ptr<ClientSession*> watch_slot_;
-  std::string watch_lines_;     // scratch: lines taken from the watcher
-  std::string client_address_;  // peer address, for traced requests (filled once)
+  std::string watch_lines_;    // scratch: lines taken from the watcher
+  std::string trace_address_;  // peer address with port, for traced requests (filled once)
 };
 
 }  // namespace mcring::core

@@ -35,6 +35,7 @@ bool ClientSession::processBinaryPacket(net::Buffer& in) {
       break;
   }
   stats::bump(worker_.counters().bytes_read, frame.length);
+  countClientRequest(frame.length);
   dispatchBinary(in, frame.length);
   if (input_reserved_ > 0) {
     releaseInput();

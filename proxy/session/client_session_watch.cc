@@ -78,17 +78,17 @@ void ClientSession::pumpWatch() {
 }
 
 const std::string& ClientSession::clientAddress() {
-  if (client_address_.empty() && tcp_) {
+  if (trace_address_.empty() && tcp_) {
     common::SocketAddress peer;
     peer.length = sizeof(peer.storage);
     if (::getpeername(tcp_->fd(), reinterpret_cast<sockaddr*>(&peer.storage), &peer.length) == 0) {
-      client_address_ = peer.toString();
+      trace_address_ = peer.toString();
     }
-    if (client_address_.empty()) {
-      client_address_.push_back('?');
+    if (trace_address_.empty()) {
+      trace_address_.push_back('?');
     }
   }
-  return client_address_;
+  return trace_address_;
 }
 
 void ClientSession::noteStatus(PendingRequest& r, net::Buffer& from, uint64_t n) {

@@ -8,6 +8,7 @@
 #include "proxy/dispatch/metadump.h"
 #include "proxy/dispatch/shadow.h"
 #include "proxy/dispatch/stats_views.h"
+#include "proxy/stats/client_table.h"
 #include "proxy/stats/stats_renderer.h"
 
 namespace mcring::core {
@@ -30,6 +31,9 @@ class SessionContext : public WorkerContext {
   Metadumps& metadumps() { return metadumps_; }
   // Routes' shadow copies and their comparisons (dispatch/shadow.h).
   Shadows& shadows() { return shadows_; }
+  // Requests and bytes per client address (stats/client_table.h), read by the admin endpoint.
+  stats::ClientTable& clients() { return clients_; }
+  const stats::ClientTable& clients() const { return clients_; }
   // Deferred destruction: a session ends itself from inside its own callbacks.
   virtual void retire(ClientSession* session) = 0;
   // Memory for large requests being received was freed: wake the sessions waiting for it soon
@@ -41,6 +45,7 @@ class SessionContext : public WorkerContext {
 
  private:
   const stats::StatsRenderer& reporter_;
+  stats::ClientTable clients_;
   // Destroyed before WorkerContext's request pool, which its requests return to.
   StatsViews stats_views_;
   Metadumps metadumps_;

@@ -15,7 +15,11 @@ its --mcring2-routes-shared (every route to the default route's pool). watch is 
 with allow_watch and a client attached to `watch proxyreqs` (read and discarded by a thread) for
 both runs (bench/results/watch.md).
 
-usage: instructions.py [--requests N] [--routes N] [--out DIR] NAME=BINARY[:routes|:shared-routes|:disjoint-routes|:watch] ...
+--detail-on NAME sends `stats detail on` to that target before its runs; --key-prefix sets
+memtier's key prefix for every target (`memtier:` has the length of memtier's own `memtier-` and
+puts every key under one `stats detail` prefix).
+
+usage: instructions.py [--requests N] [--routes N] [--out DIR] [--detail-on NAME] [--key-prefix P] NAME=BINARY[:routes|:shared-routes|:disjoint-routes|:watch] ...
 """
 
 import argparse
@@ -36,9 +40,13 @@ import launch  # noqa: E402
 WORKLOADS = {"mt-mix": [], "mt-mget": ["--multi-key-get=10"]}
 
 
+KEY_PREFIX = []  # --key-prefix: memtier's own ("memtier-") unless given
+
+
 def memtier(t, port, extra, out=None):
     argv = [t["memtier"], "-s", launch.HOST, "-p", str(port), "-P", "memcache_text",
             "--key-maximum=%d" % compare.KEYS, "--data-size-range=32-100", "--hide-histogram"]
+    argv += KEY_PREFIX
     argv += extra + (["--json-out-file=" + out] if out else [])
     rc = launch.run_bounded(argv, 600, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     if rc != 0:
@@ -68,9 +76,15 @@ def main():
     p.add_argument("--requests", type=int, default=200, help="per connection (50 connections)")
     p.add_argument("--routes", type=int, default=3)
     p.add_argument("--out", help="keep the configs, logs, memtier JSON and callgrind dumps in DIR")
+    p.add_argument("--detail-on", action="append", default=[], metavar="NAME",
+                   help="send `stats detail on` to this target before measuring (repeatable)")
+    p.add_argument("--key-prefix", help="memtier's key prefix for every target (e.g. memtier: "
+                   "so that stats detail counts the keys under one prefix)")
     p.add_argument("targets", nargs="+",
                    metavar="NAME=BINARY[:routes|:shared-routes|:disjoint-routes|:watch]")
     a = p.parse_args()
+    if a.key_prefix:
+        KEY_PREFIX.append("--key-prefix=" + a.key_prefix)
     targets = []
     for spec in a.targets:
         name, rest = spec.split("=", 1)
@@ -112,6 +126,11 @@ def main():
                 return ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + cg, binary,
                         "-c", conf, "-s", str(launch.free_port()), "-a", launch.HOST]
             m = L.start(name, command, timeout=120)
+            if name in a.detail_on:
+                with socket.create_connection((launch.HOST, m.port), timeout=30) as sock:
+                    sock.sendall(b"stats detail on\r\n")
+                    if sock.recv(64) != b"OK\r\n":
+                        sys.exit("instructions.py: %s did not answer OK to stats detail on" % name)
             watcher = attach_watcher(m.port) if kind == "watch" else None
             for w, extra in WORKLOADS.items():
                 load = ["--ratio=1:10", "--key-pattern=R:R", "-c", "50", "-t", "1"] + extra

@@ -546,6 +546,56 @@ function drawSlow(data) {
       el("th", {class: t === "ms" ? "" : "text", text: t})))), tb));
 }
 
+// Top prefixes (/prefixes, `stats detail`): per pool whose detail counted anything, its busiest
+// prefixes over the endpoint's last interval, with their totals. Hidden when none.
+function drawPrefixes(data) {
+  const panel = document.getElementById("prefixes");
+  const body = document.getElementById("prefixes-body");
+  const pools = Object.entries((data && data.pools) || {}).filter(([, p]) => p.top.length);
+  if (!pools.length) {
+    panel.hidden = true;
+    return;
+  }
+  panel.hidden = false;
+  body.replaceChildren();
+  for (const [pool, p] of pools) {
+    const tb = el("tbody");
+    for (const r of p.top) {
+      tb.append(el("tr", {class: "prefix"}, el("td", {class: "text", text: r.prefix}),
+        el("td", {text: num(r.requests_per_s)}), el("td", {text: num(r.hits_per_s)}),
+        el("td", {text: num(r.get)}), el("td", {text: num(r.hit)}), el("td", {text: num(r.set)}),
+        el("td", {text: num(r.del)})));
+    }
+    const note = (p.enabled ? "on" : "off") + ` · ${p.prefixes} prefixes`;
+    body.append(el("h3", {text: pool + " "}, el("span", {class: "muted", text: note})),
+      el("table", {}, el("thead", {}, el("tr", {}, el("th", {class: "text", text: "prefix"}),
+        el("th", {text: "req/s"}), el("th", {text: "hits/s"}), el("th", {text: "get"}),
+        el("th", {text: "hit"}), el("th", {text: "set"}), el("th", {text: "del"}))), tb));
+  }
+}
+
+// Top clients (/clients): the busiest client addresses by request rate, with byte rates.
+function drawClients(data) {
+  const panel = document.getElementById("clients");
+  const body = document.getElementById("clients-body");
+  const rows = ((data && data.clients) || []).filter((c) => c.requests > 0);
+  if (!rows.length) {
+    panel.hidden = true;
+    return;
+  }
+  panel.hidden = false;
+  const tb = el("tbody");
+  for (const c of rows) {
+    tb.append(el("tr", {class: "client"}, el("td", {class: "text", text: c.address}),
+      el("td", {text: num(c.requests_per_s)}), el("td", {text: num(c.bytes_in_per_s)}),
+      el("td", {text: num(c.bytes_out_per_s)}), el("td", {text: num(c.requests)})));
+  }
+  body.replaceChildren(el("table", {}, el("thead", {}, el("tr", {},
+    el("th", {class: "text", text: "client"}), el("th", {text: "req/s"}),
+    el("th", {text: "bytes in/s"}), el("th", {text: "bytes out/s"}),
+    el("th", {text: "requests"}))), tb));
+}
+
 async function fetchHotkeys() {
   if (state.hotkeysWait > 0) {
     state.hotkeysWait--;
@@ -587,9 +637,11 @@ function drawSummary(stats, backends) {
 
 async function poll() {
   try {
-    const [stats, backends, timeline, events, reloads, hotkeys, routes, slow] = await Promise.all([
-      getJson("/stats"), getJson("/backends"), getJson("/timeline"), getJson("/events"),
-      getJson("/reloads"), fetchHotkeys(), getJson("/routes"), getJson("/slow")]);
+    const [stats, backends, timeline, events, reloads, hotkeys, routes, slow, prefixes, clients] =
+      await Promise.all([
+        getJson("/stats"), getJson("/backends"), getJson("/timeline"), getJson("/events"),
+        getJson("/reloads"), fetchHotkeys(), getJson("/routes"), getJson("/slow"),
+        getJson("/prefixes"), getJson("/clients")]);
     const now = Date.now();
     updateRates(backends, now);
     drawSummary(stats, backends);
@@ -628,6 +680,8 @@ async function poll() {
     drawHotkeys(hotkeys);
     drawRoutes(routes, now);
     drawSlow(slow);
+    drawPrefixes(prefixes);
+    drawClients(clients);
     document.body.dataset.loaded = "1";
     setStatus("updated " + new Date(now).toLocaleTimeString());
   } catch (err) {
