@@ -21,6 +21,7 @@
 #include "proxy/common/written_file.h"
 #include "proxy/control/inherited_listeners.h"
 #include "proxy/control/proxy.h"
+#include "proxy/control/systemd_notify.h"
 #include "proxy/control/upgrade.h"
 #include "proxy/net/event_loop.h"
 
@@ -277,6 +278,9 @@ int main(int argc, char** argv) {
   if (!pid_file.empty() && !pid.write(getpid(), &error)) {
     MCRING_LOG(Error, "%s", error.c_str());
   }
+  // systemd (Type=notify): this process is the service's main one now, before the process it
+  // upgrades exits.
+  mcring::core::notifySystemd("READY=1\nMAINPID=" + std::to_string(getpid()));
   if (upgrade) {
     upgrade->ready();  // the old process stops accepting now
     upgrade.reset();

@@ -343,6 +343,11 @@ class SocketActivationTest(IntegrationCase):
         config = os.path.join(tmp, "mcring.yml")
         with open(config, "w") as f:
             f.write(pool_yaml("alpha", port, [server_line(m.addr)]))
+        # systemd's readiness socket (Type=notify): mcring says READY=1 and its pid there.
+        notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.addCleanup(notify.close)
+        notify_path = os.path.join(tmp, "notify.sock")
+        notify.bind(notify_path)
         log_path = os.path.join(tmp, "mcring.log")
         log = open(log_path, "wb")
         self.addCleanup(log.close)
@@ -360,7 +365,7 @@ class SocketActivationTest(IntegrationCase):
             ["/bin/sh", "-c", 'LISTEN_PID=$$ LISTEN_FDS=2 exec "$@"', "sh", MCRING_BIN,
              "-c", config, "-s", "0", "--threads", "1"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=tmp,
-            close_fds=False, preexec_fn=preexec))
+            env=dict(os.environ, NOTIFY_SOCKET=notify_path), close_fds=False, preexec_fn=preexec))
         self.addCleanup(stop_process, proc)
 
         def log_text():
@@ -383,6 +388,8 @@ class SocketActivationTest(IntegrationCase):
         text = log_text()
         print("\n  " + "\n  ".join(l for l in text.splitlines() if "systemd" in l or "inherit" in l))
         self.assertIn("listening on 127.0.0.1:%d inherited from systemd" % port, text)
+        notify.settimeout(5)
+        self.assertEqual(notify.recv(256), b"READY=1\nMAINPID=%d" % proc.pid)
         self.assertIn("127.0.0.1:%d (fd 4, from systemd) matches no listen address" %
                       spare.getsockname()[1], text)
 
