@@ -244,6 +244,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   signal(SIGPIPE, SIG_IGN);
+  // Until the proxy watches it (Proxy::start): a SIGUSR2 while starting must not end the process.
+  signal(SIGUSR2, SIG_IGN);
   keepMallocTopPad();
   mcring::net::initThreading();
 

@@ -703,10 +703,10 @@ void Proxy::upgrade() {
 }
 
 void Proxy::handOver() {
+  handed_over_ = true;  // the pid file is the new process's
   if (stopping_) {
     return;  // SIGTERM came first: the new process serves, this one is already draining
   }
-  handed_over_ = true;
   for (auto& [name, entry] : listeners_) {
     entry.listener->handOver();  // a unix socket's file is the new process's now
   }

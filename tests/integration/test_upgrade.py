@@ -321,6 +321,35 @@ class UpgradeTest(IntegrationCase):
         c3 = self.conn(self.proxy.port)
         self.assertEqual(c3.request(b"get bk\r\n"), b"VALUE bk 0 2\r\nok\r\nEND\r\n")
 
+    def test_second_sigusr2_during_an_upgrade_is_ignored(self):
+        # The new process's config names servers in DNS, at a resolver that never answers: it
+        # waits for a first answer while starting (bounded), so the upgrade stays in progress
+        # long enough to send the second SIGUSR2 into it; then it gives up, and the old one
+        # keeps serving.
+        silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.addCleanup(silent.close)
+        silent.bind((HOST, 0))
+        c = self.conn(self.proxy.port)
+        self.assertEqual(c.request(b"set sg 0 0 2\r\nok\r\n"), b"STORED\r\n")
+        with open(self.proxy.config_path, "w") as f:
+            f.write("alpha:\n  listen: %s:%d\n  servers_dns: \"mc.invalid:11211\"\n"
+                    "  dns_resolver: \"%s:%d\"\n  dns_interval: 1000\n"
+                    % (HOST, self.proxy.port, HOST, silent.getsockname()[1]))
+        os.kill(self.proxy.pid, signal.SIGUSR2)
+        self.assertTrue(wait_for(lambda: "takes over from pid %d" % self.proxy.pid in self.log_text(),
+                                 20), self.log_text()[-3000:])
+        os.kill(self.proxy.pid, signal.SIGUSR2)
+        self.assertTrue(wait_for(lambda: "SIGUSR2 ignored, an upgrade is in progress" in
+                                 self.log_text(), 10), self.log_text()[-3000:])
+        self.assertTrue(wait_for(lambda: "upgrade failed" in self.log_text(), 40),
+                        self.log_text()[-3000:])
+        print("\n  " + "\n  ".join(l for l in self.log_text().splitlines()
+                                    if "upgrade" in l or "SIGUSR2" in l))
+        self.assertEqual(self.log_text().count("upgrade: started"), 1, "the second SIGUSR2 started one")
+        self.assertEqual(read_pid(self.pid_file), self.proxy.pid)
+        self.assertIsNone(self.proxy.proc.poll())
+        self.assertEqual(c.request(b"get sg\r\n"), b"VALUE sg 0 2\r\nok\r\nEND\r\n")
+
 
 @requires_proxy
 class SocketActivationTest(IntegrationCase):
