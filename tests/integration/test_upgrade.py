@@ -28,6 +28,7 @@ UPGRADES = 10
 CLIENTS = 3
 KEYS_PER_CLIENT = 40
 BATCH = 16
+MAX_BATCHES = 200000  # per client: a bound on the load loop besides its time limit
 
 
 def read_pid(path):
@@ -83,7 +84,7 @@ class LoadClient(threading.Thread):
         self.values = {}
         self.version = 0
         self.requests = self.batches = self.reconnects = self.resent = 0
-        self.connect_failures = self.partial_replies = 0
+        self.connect_failures = self.partial_replies = self.timeouts = 0
         self.failed = []  # (request, reply, expected)
         self.lost = 0     # requests that got no reply in MAX_ATTEMPTS connections
         self.error = None
@@ -126,13 +127,15 @@ class LoadClient(threading.Thread):
                 self.conn.send(b"".join(r[0] for r in pending))
             except OSError:
                 pass  # closed under us: the replies below will show EOF
+            deadline = time.monotonic() + 30.0  # for this attempt's replies
             while pending:
                 r = split_reply(self.conn.buf)
                 if r is None:
-                    if not self.conn._fill(time.monotonic() + 10.0):
-                        if self.conn.eof:
-                            break
-                        continue
+                    if time.monotonic() >= deadline:
+                        self.timeouts += 1
+                        break
+                    if not self.conn._fill(deadline) and self.conn.eof:
+                        break
                     continue
                 reply, self.conn.buf = r
                 req, expected, store = pending.pop(0)
@@ -153,7 +156,8 @@ class LoadClient(threading.Thread):
 
     def run(self):
         try:
-            while not self.stop.is_set() and time.monotonic() < self.deadline:
+            while (not self.stop.is_set() and time.monotonic() < self.deadline and
+                   self.batches < MAX_BATCHES):
                 self.run_batch(self.make_batch())
                 self.batches += 1
                 # A connection the proxy has closed after our last reply: reconnect before
@@ -277,11 +281,12 @@ class UpgradeTest(IntegrationCase):
         lost = sum(c.lost for c in clients)
         print("\n  upgrades: %d; requests: %d in %d batches of %d from %d clients; reconnects: %d; "
               "requests resent: %d; connect failures: %d; partial replies at a close: %d; "
-              "failed: %d; lost: %d"
+              "replies waited for in vain (30 s): %d; failed: %d; lost: %d"
               % (UPGRADES, total, sum(c.batches for c in clients), BATCH, CLIENTS,
                  sum(c.reconnects for c in clients), sum(c.resent for c in clients),
                  sum(c.connect_failures for c in clients),
-                 sum(c.partial_replies for c in clients), len(failed), lost))
+                 sum(c.partial_replies for c in clients), sum(c.timeouts for c in clients),
+                 len(failed), lost))
         print("  per upgrade: SIGUSR2 -> new pid ready %.3f s avg (max %.3f); -> old exited "
               "%.3f s avg (max %.3f)"
               % (sum(t[0] for t in timings) / len(timings), max(t[0] for t in timings),
@@ -292,6 +297,7 @@ class UpgradeTest(IntegrationCase):
                          "a connection closed in the middle of a reply")
         self.assertEqual(sum(c.connect_failures for c in clients), 0,
                          "connections refused during an upgrade")
+        self.assertEqual(sum(c.timeouts for c in clients), 0, "replies that never came")
         self.assertEqual(len(self.seen_pids), UPGRADES + 1)
         self.assertIn("upgrade", self.log_text())
 
