@@ -10,6 +10,7 @@ passed as fd 3 with LISTEN_FDS/LISTEN_PID (systemd socket activation) is served,
 The processes an upgrade creates are not our children: they are found through the pid file and
 killed by pid in cleanup."""
 
+import atexit
 import fcntl
 import os
 import signal
@@ -29,6 +30,23 @@ CLIENTS = 3
 KEYS_PER_CLIENT = 40
 BATCH = 16
 MAX_BATCHES = 200000  # per client: a bound on the load loop besides its time limit
+
+
+# Every pid an upgrade created, for the end of this process too (the harness's SIGKILL-on-parent-
+# death does not reach them: they are children of the mcring they replaced).
+_upgraded_pids = set()
+
+
+def _kill_upgraded_at_exit():
+    for pid in _upgraded_pids:
+        if not pid_gone(pid) and is_mcring(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+atexit.register(_kill_upgraded_at_exit)
 
 
 def read_pid(path):
@@ -243,6 +261,7 @@ class UpgradeTest(IntegrationCase):
                        30)
         self.assertTrue(new, "no new pid in the pid file 30 s after SIGUSR2\n" + self.log_text()[-3000:])
         self.seen_pids.add(new)
+        _upgraded_pids.add(new)
         t_ready = time.monotonic() - t0
         self.assertTrue(wait_for(lambda: self.old_exited(old), GRACE_MS / 1000 + 10),
                         "old process %d still running after the grace period" % old)
