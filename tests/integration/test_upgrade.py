@@ -13,13 +13,16 @@ killed by pid in cleanup."""
 import atexit
 import fcntl
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import threading
 import time
 import unittest
+from unittest import mock
 
+import harness
 from harness import (HOST, MCRING_BIN, Conn, IntegrationCase, Memcached, Mcring, make_tmpdir,
                      pool_yaml, remove_tmpdir, requires_proxy, server_line, split_reply, _track,
                      stop_process, _die_with_parent)
@@ -346,34 +349,60 @@ class UpgradeTest(IntegrationCase):
         c3 = self.conn(self.proxy.port)
         self.assertEqual(c3.request(b"get bk\r\n"), b"VALUE bk 0 2\r\nok\r\nEND\r\n")
 
-    def test_second_sigusr2_during_an_upgrade_is_ignored(self):
-        # The new process's config names servers in DNS, at a resolver that never answers: it
-        # waits for a first answer while starting (bounded), so the upgrade stays in progress
-        # long enough to send the second SIGUSR2 into it; then it gives up, and the old one
-        # keeps serving.
-        silent = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self.addCleanup(silent.close)
-        silent.bind((HOST, 0))
-        c = self.conn(self.proxy.port)
+    def test_replaced_binary_runs_and_a_second_sigusr2_is_ignored(self):
+        # mcring started from a copy of the binary; the file at that path is then replaced (a
+        # rename, as a package upgrade does) by a "new binary" that fails: a script that sleeps,
+        # then exits 3. The upgrade runs it (the path, not the old inode), is in progress while
+        # it sleeps (a second SIGUSR2 then is ignored), and fails when it exits: the old process
+        # keeps serving. With the real binary back at the path, the next SIGUSR2 goes through.
+        d = os.path.join(self.tmp, "copy")
+        os.mkdir(d)
+        binary = os.path.join(d, "mcring")
+        shutil.copy2(MCRING_BIN, binary)
+        pid_file = os.path.join(d, "mcring.pid")
+        with mock.patch.object(harness, "MCRING_BIN", binary):
+            proxy = Mcring([server_line(m.addr) for m in self.backends], d,
+                           args=["--threads", "1", "-p", pid_file])
+        self.addCleanup(proxy.stop)
+        self.dump_log_on_failure(proxy)
+        self.assertTrue(wait_for(lambda: read_pid(pid_file) == proxy.pid, 5))
+
+        def log():
+            with open(proxy.log_path, "rb") as f:
+                return f.read().decode(errors="replace")
+
+        c = self.conn(proxy.port)
         self.assertEqual(c.request(b"set sg 0 0 2\r\nok\r\n"), b"STORED\r\n")
-        with open(self.proxy.config_path, "w") as f:
-            f.write("alpha:\n  listen: %s:%d\n  servers_dns: \"mc.invalid:11211\"\n"
-                    "  dns_resolver: \"%s:%d\"\n  dns_interval: 1000\n"
-                    % (HOST, self.proxy.port, HOST, silent.getsockname()[1]))
-        os.kill(self.proxy.pid, signal.SIGUSR2)
-        self.assertTrue(wait_for(lambda: "takes over from pid %d" % self.proxy.pid in self.log_text(),
-                                 20), self.log_text()[-3000:])
-        os.kill(self.proxy.pid, signal.SIGUSR2)
-        self.assertTrue(wait_for(lambda: "SIGUSR2 ignored, an upgrade is in progress" in
-                                 self.log_text(), 10), self.log_text()[-3000:])
-        self.assertTrue(wait_for(lambda: "upgrade failed" in self.log_text(), 40),
-                        self.log_text()[-3000:])
-        print("\n  " + "\n  ".join(l for l in self.log_text().splitlines()
-                                    if "upgrade" in l or "SIGUSR2" in l))
-        self.assertEqual(self.log_text().count("upgrade: started"), 1, "the second SIGUSR2 started one")
-        self.assertEqual(read_pid(self.pid_file), self.proxy.pid)
-        self.assertIsNone(self.proxy.proc.poll())
+        staged = binary + ".new"
+        with open(staged, "w") as f:
+            f.write("#!/bin/sh\nsleep 3\nexit 3\n")
+        os.chmod(staged, 0o755)
+        os.replace(staged, binary)
+        os.kill(proxy.pid, signal.SIGUSR2)
+        self.assertTrue(wait_for(lambda: "upgrade: started" in log(), 10), log()[-3000:])
+        os.kill(proxy.pid, signal.SIGUSR2)
+        self.assertTrue(wait_for(lambda: "SIGUSR2 ignored, an upgrade is in progress" in log(), 10),
+                        log()[-3000:])
+        self.assertTrue(wait_for(lambda: "upgrade failed" in log(), 20), log()[-3000:])
+        lines = [l for l in log().splitlines() if "upgrade" in l or "SIGUSR2" in l]
+        print("\n  " + "\n  ".join(lines))
+        self.assertIn("exited with status 3 before it was ready", lines[-1])
+        self.assertEqual(log().count("upgrade: started"), 1, "the second SIGUSR2 started one")
+        self.assertEqual(read_pid(pid_file), proxy.pid)
+        self.assertIsNone(proxy.proc.poll())
         self.assertEqual(c.request(b"get sg\r\n"), b"VALUE sg 0 2\r\nok\r\nEND\r\n")
+        # The real binary back at the path: this upgrade goes through.
+        shutil.copy2(MCRING_BIN, staged)
+        os.replace(staged, binary)
+        os.kill(proxy.pid, signal.SIGUSR2)
+        new = wait_for(lambda: (lambda p: p if p and p != proxy.pid else None)(read_pid(pid_file)),
+                       30)
+        self.assertTrue(new, log()[-3000:])
+        self.seen_pids.add(new)  # killed by kill_upgraded
+        _upgraded_pids.add(new)
+        self.assertTrue(wait_for(lambda: proxy.proc.poll() is not None, GRACE_MS / 1000 + 10))
+        c2 = self.conn(proxy.port)
+        self.assertEqual(c2.request(b"get sg\r\n"), b"VALUE sg 0 2\r\nok\r\nEND\r\n")
 
 
 @requires_proxy
