@@ -21,6 +21,7 @@
 #include "proxy/common/written_file.h"
 #include "proxy/control/inherited_listeners.h"
 #include "proxy/control/proxy.h"
+#include "proxy/control/resolve_once.h"
 #include "proxy/control/systemd_notify.h"
 #include "proxy/control/upgrade.h"
 #include "proxy/net/event_loop.h"
@@ -132,10 +133,10 @@ void keepMallocTopPad() {
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "route") == 0) {
-    return mcring::cli::runRouteCommand(argc - 1, argv + 1);
+    return mcring::cli::runRouteCommand(argc - 1, argv + 1, mcring::core::resolveDiscoveredOnce);
   }
   if (argc > 1 && std::strcmp(argv[1], "plan") == 0) {
-    return mcring::cli::runPlanCommand(argc - 1, argv + 1);
+    return mcring::cli::runPlanCommand(argc - 1, argv + 1, mcring::core::resolveDiscoveredOnce);
   }
 
   mcring::core::ProxyOptions options;

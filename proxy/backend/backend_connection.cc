@@ -677,11 +677,12 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
   return Step::Desync;
 }
 
-// Read failover (dispatch/failover.h): a replicated read's part that this server could not
-// serve; the request's completion sends it on to the next replica (or fails it as before).
+// A multi-get's part that this server could not serve: a replicated read's (dispatch/failover.h)
+// or a routed get's with failover (dispatch/route_failover.h) is marked, and the request's
+// completion sends its keys on (or fails it as before); any other fails the request.
 void BackendConnection::failFragment(PendingRequest& r, Fragment& fr, BackendFailure why,
                                      std::string_view error_line) {
-  if (r.replica_read) {
+  if (defersFragmentFailures(r)) {
     fr.failed = true;
     fr.failure = why;
     if (!error_line.empty() && r.error_line.empty()) {
@@ -801,7 +802,7 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
         }
         break;
       case Delivery::Fragment:
-        if (r->replica_read) {
+        if (defersFragmentFailures(*r)) {
           failFragment(*r, r->fragments[f.fragment], why, {});
           break;
         }

@@ -336,6 +336,13 @@ inline std::string_view multigetKey(const PendingRequest& r, uint32_t i) {
   return std::string_view(r.line).substr(r.key_offsets[2 * i], r.key_offsets[2 * i + 1]);
 }
 
+// Whether a part of multi-get r that fails is settled on completion, where its keys may go on
+// elsewhere: a replicated read's to their next replicas (dispatch/failover.h), a routed get's
+// to their routes' failover pools (dispatch/route_failover.h).
+inline bool defersFragmentFailures(const PendingRequest& r) {
+  return r.replica_read || (r.route != nullptr && r.route->defersFragmentFailures());
+}
+
 // Writes fragment fr of multi-get r to `out` as its own line (the request's command, its
 // exptime for gat/gats, the fragment's keys); returns the bytes written.
 inline size_t writeFragmentLine(net::Buffer& out, const PendingRequest& r, const Fragment& fr) {

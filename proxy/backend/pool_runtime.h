@@ -22,10 +22,12 @@
 namespace mcring::core {
 
 struct PoolRuntime;
+class RouteHandler;  // dispatch/route_handler.h
 
 // One route of a routed listener (config::RouteConfig) as a worker runs it: the pools it sends
-// to, resolved on this worker, and its counters. Rebuilt at each snapshot (Worker::applyTopology);
-// the pools it points to are the worker's, which outlive every request.
+// to, resolved on this worker, its counters, and the chain of route handlers dispatch evaluates
+// (dispatch/route_tree.h builds it from the rest). Rebuilt at each snapshot
+// (Worker::applyTopology); the pools it points to are the worker's, which outlive every request.
 struct RouteRuntime {
   const config::RouteConfig* config = nullptr;  // in the listener's snapshot (topology)
   std::string name;                             // config->name(), kept across snapshots
@@ -35,8 +37,7 @@ struct RouteRuntime {
   std::shared_ptr<stats::RouteStats> stats;
   // The process's token bucket for this route (shared by the workers); null: no rate_limit.
   std::shared_ptr<common::TokenBucket> limit;
-  // Keys whose hash falls below this are shadowed (percent of the 32-bit hash space).
-  uint64_t shadow_below = 0;
+  std::shared_ptr<const RouteHandler> root;
 };
 
 struct PoolRuntime {
@@ -81,8 +82,9 @@ struct PoolRuntime {
   // servers of its own. `route_table` maps a key to its index in `routes`.
   std::vector<RouteRuntime> routes;
   routing::PrefixTable route_table;
-  // Keyless commands (stats views, version, lru_crawler) of a routed listener are answered by
-  // this pool: the default route's, else the first route's.
+  // The pool a routed listener's keyless commands are tagged with (the default route's, else
+  // the first route's); their stats views are merged over every pool the routes serve from
+  // (dispatch/serving_pools.h).
   PoolRuntime* home = nullptr;
   bool routed() const { return !routes.empty(); }
 

@@ -16,8 +16,15 @@
 namespace mcring::core {
 
 struct PoolRuntime;
+class BackendServer;
 class RouteStatePool;
 enum class Expect : uint8_t;  // pending_request.h
+
+// A multi-get's shadowed key: its index among the request's keys and its probe.
+struct KeyProbe {
+  uint32_t key = 0;
+  ShadowProbe* probe = nullptr;
+};
 
 struct RouteState {
   RouteStatePool* owner = nullptr;     // its worker's pool
@@ -25,6 +32,8 @@ struct RouteState {
   // A shadowed read (dispatch/shadow.h): compared with its copy's answer when complete; on a
   // copy, the same probe.
   ShadowProbe* probe = nullptr;
+  // A multi-get's shadowed keys (each compared by hit or miss).
+  std::vector<KeyProbe> key_probes;
   // Failover (dispatch/route_failover.h), for a single-key request: the pools still to try, in
   // order (from next), the request as first sent (line and data block), how its reply ends,
   // and its routing key.
@@ -35,7 +44,24 @@ struct RouteState {
   std::string resend;
   std::string key;
 
+  // Failover of a multi-get's keys (route_failover.h): per key, its route's failover pools (a
+  // range of key_pools; none for a key whose route has no failover) and how far it went; and the
+  // servers the request's fragments were sent to (Fragment::server indexes this list then).
+  struct KeyFailover {
+    uint32_t offset = 0;
+    uint8_t count = 0;
+    uint8_t next = 0;
+    bool on_miss = false;
+    stats::RouteStats* stats = nullptr;  // the key's route
+  };
+  std::vector<KeyFailover> key_failover;
+  std::vector<PoolRuntime*> key_pools;
+  std::vector<BackendServer*> servers;
+
   bool failsOver() const { return next < failover.size(); }
+  // A multi-get part that fails is kept for failover (fragment failures are settled on
+  // completion, as replicated reads' are), not failed at once.
+  bool defersFragmentFailures() const { return !key_failover.empty(); }
 
   // Returns it to its pool (the pointer is cleared).
   static void release(RouteState*& s);
@@ -72,6 +98,13 @@ inline void RouteState::release(RouteState*& s) {
     return;
   }
   ShadowProbe::release(s->probe);
+  for (KeyProbe& k : s->key_probes) {
+    ShadowProbe::release(k.probe);
+  }
+  s->key_probes.clear();
+  s->key_failover.clear();
+  s->key_pools.clear();
+  s->servers.clear();
   s->stats = nullptr;
   if (!s->failover.empty()) {
     s->owner->dropCopy(s->resend.size());

@@ -41,7 +41,8 @@ void usage(FILE* out) {
                "replicas > 1, also the share of keys whose replica set changes and each\n"
                "server's replica-set membership gained and lost. For a pool with routes, each\n"
                "key family (the keys under a prefix, and the keys no prefix matches) whose\n"
-               "route sends it to another pool.\n"
+               "route sends it to another pool. A pool with servers_dns or servers_srv has\n"
+               "the servers its name resolves to now (once, through its dns_resolver).\n"
                "  --pool NAME  only this pool (default: every pool present in both files)\n"
                "  --json       machine-readable output\n"
                "  -h, --help   this help\n");
@@ -388,7 +389,7 @@ std::optional<config::Config> load(const std::string& path) {
 
 }  // namespace
 
-int runPlanCommand(int argc, char** argv) {
+int runPlanCommand(int argc, char** argv, const ResolveDiscovered& resolve) {
   std::string pool_name;
   bool json = false;
   static const option kOptions[] = {{"pool", required_argument, nullptr, 'P'},
@@ -420,8 +421,8 @@ int runPlanCommand(int argc, char** argv) {
   }
   const std::string old_path = argv[optind];
   const std::string new_path = argv[optind + 1];
-  const std::optional<config::Config> old_conf = load(old_path);
-  const std::optional<config::Config> new_conf = load(new_path);
+  std::optional<config::Config> old_conf = load(old_path);
+  std::optional<config::Config> new_conf = load(new_path);
   if (!old_conf || !new_conf) {
     return 1;
   }
@@ -457,6 +458,18 @@ int runPlanCommand(int argc, char** argv) {
                    new_path.c_str());
       return 1;
     }
+  }
+
+  // A discovered pool's servers are its name's answer now, on each side (discovered_pools.h).
+  std::vector<std::string> placed;
+  for (const auto& [a, b] : pairs) {
+    if (!a->routed() && !b->routed()) {
+      placed.push_back(a->name);
+    }
+  }
+  if (!resolveDiscoveredPools("plan", old_path, *old_conf, placed, resolve) ||
+      !resolveDiscoveredPools("plan", new_path, *new_conf, placed, resolve)) {
+    return 1;
   }
 
   std::vector<config::PoolChangePlan> plans;

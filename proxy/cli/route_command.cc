@@ -2,11 +2,14 @@
 // or for a pool with routes KEY<TAB>ROUTE<TAB>POOL<TAB>SERVER[<TAB>shadow POOL SERVER].
 //
 // Builds the same Router (and routing::PrefixTable) the proxy builds from the same config (no
-// address resolution, so it runs anywhere), so its answers are the proxy's answers.
+// address resolution, so it runs anywhere), so its answers are the proxy's answers. A discovered
+// pool's name (servers_dns, servers_srv) is resolved once, as the proxy resolves it at start
+// (discovered_pools.h); a name that does not resolve is an error naming the pool.
 #include "proxy/cli/route_command.h"
 
 #include <getopt.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <functional>
@@ -78,6 +81,8 @@ void usage(FILE* out) {
                "prefix or 'default', SERVER as above (servers joined by ','), and when the\n"
                "route has a shadow <TAB>shadow POOL SERVER; a key no route takes:\n"
                "KEY<TAB>no route.\n"
+               "A pool with servers_dns or servers_srv has the servers its name resolves to\n"
+               "now (once, through its dns_resolver, as mcring resolves it at start).\n"
                "  -c, --conf-file FILE  configuration file (required)\n"
                "      --pool NAME       pool to route in (default: the first pool, or the\n"
                "                        listening pool when only one listens and it has routes)\n"
@@ -86,7 +91,7 @@ void usage(FILE* out) {
 
 }  // namespace
 
-int runRouteCommand(int argc, char** argv) {
+int runRouteCommand(int argc, char** argv, const ResolveDiscovered& resolve) {
   std::string conf;
   std::string pool_name;
   static const option kOptions[] = {{"conf-file", required_argument, nullptr, 'c'},
@@ -123,7 +128,7 @@ int runRouteCommand(int argc, char** argv) {
     }
     return 1;
   }
-  const config::Config& cfg = *loaded.config;
+  config::Config& cfg = *loaded.config;
   const config::PoolConfig* pool = nullptr;
   for (const auto& p : cfg.pools) {
     if (pool_name.empty() || p.name == pool_name) {
@@ -149,6 +154,20 @@ int runRouteCommand(int argc, char** argv) {
       pool = listening;
     }
   }
+  // The pools whose servers place the keys: the pool, or its routes' pools and shadows.
+  std::vector<std::string> placing;
+  if (!pool->routed()) {
+    placing.push_back(pool->name);
+  }
+  for (const config::RouteConfig& r : pool->routes) {
+    placing.push_back(r.pool);
+    if (r.shadow) {
+      placing.push_back(r.shadow->pool);
+    }
+  }
+  if (!resolveDiscoveredPools("route", conf, cfg, placing, resolve)) {
+    return 1;
+  }
   std::string error;
   std::function<std::string(const std::string&)> lookup;
   if (!pool->routed()) {
@@ -164,7 +183,7 @@ int runRouteCommand(int argc, char** argv) {
     // The route pools' routers, by name (a config that loads names only pools that build).
     auto placers = std::make_shared<std::map<std::string, std::unique_ptr<PoolPlacer>>>();
     for (const auto& p : cfg.pools) {
-      if (p.routed()) {
+      if (p.routed() || std::find(placing.begin(), placing.end(), p.name) == placing.end()) {
         continue;
       }
       auto placer = PoolPlacer::build(p, &error);

@@ -11,6 +11,7 @@
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
 #include "proxy/dispatch/dispatch_steps.h"
+#include "proxy/dispatch/route_tree.h"
 #include "proxy/dispatch/warmup.h"
 #include "proxy/session/client_session.h"
 
@@ -395,8 +396,6 @@ void Worker::applyRoutes(PoolRuntime& runtime) {
     }
     if (rc.shadow) {
       route.shadow = find(rc.shadow->pool);
-      // percent of the 32-bit key hash space (dispatch/shadow.h)
-      route.shadow_below = (uint64_t{1} << 32) * rc.shadow->percent / 100;
     }
     for (const std::string& name : rc.failover) {
       if (PoolRuntime* p = find(name)) {
@@ -407,6 +406,7 @@ void Worker::applyRoutes(PoolRuntime& runtime) {
     if (rc.rate_limit) {
       route.limit = RouteLimits::process().bucket(cfg.name, rc.name(), *rc.rate_limit);
     }
+    route.root = buildRouteTree(route);
     const auto index = static_cast<uint32_t>(runtime.routes.size());
     if (rc.is_default) {
       runtime.route_table.setDefault(index);

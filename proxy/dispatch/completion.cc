@@ -42,6 +42,9 @@ bool composeReply(PendingRequest& r, WorkerContext& worker) {
       if (continueReadFailover(r, worker)) {
         return false;  // keys gone on to their next replicas
       }
+      if (continueRouteMultiget(r, worker)) {
+        return false;  // keys gone on to their routes' next pools
+      }
       for (const SpreadRead& s : r.spread_reads) {
         if (!r.failed && r.key_hit_length[s.key_index] == 0) {
           missedAtCopy(*s.entry, s.copy, worker.counters());
@@ -74,8 +77,13 @@ bool completeRequest(PendingRequest& r, WorkerContext& worker) {
   if (r.route == nullptr) {
     return true;
   }
-  if (r.route->probe != nullptr && r.session != nullptr) {  // not the shadow's own copy
-    Shadows::primaryAnswered(r);
+  if (r.session != nullptr) {  // not the shadow's own copy
+    if (r.route->probe != nullptr) {
+      Shadows::primaryAnswered(r);
+    }
+    if (!r.route->key_probes.empty()) {
+      Shadows::primaryAnsweredKeys(r);
+    }
   }
   if (r.route->stats != nullptr && isErrorReply(r)) {
     stats::bump(r.route->stats->errors);

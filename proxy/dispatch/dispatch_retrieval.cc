@@ -8,6 +8,7 @@
 #include "proxy/dispatch/dispatcher.h"
 #include "proxy/dispatch/failover.h"
 #include "proxy/dispatch/multiget.h"
+#include "proxy/dispatch/route_failover.h"
 #include "proxy/dispatch/spread_fill.h"
 #include "proxy/dispatch/unavailable.h"
 #include "proxy/protocol/request_writer.h"
@@ -75,11 +76,13 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
     }
   }
   if (!single || warm || coalescing() || splitsLines(line.size()) || !spread_reads_.empty() ||
-      replicated) {
+      replicated || !key_probes_.empty() || !multiget_failover_.empty()) {
     // A moved key's miss takes a second hop: that needs the per-key bookkeeping of a split get,
     // and so does a get whose keys share a line with other requests' (coalesce_gets), and a long
     // gat/gats that goes to its server as several lines; and a key read at a spread copy, whose
-    // miss there clears the copy (completeRequest).
+    // miss there clears the copy (completeRequest); and a routed get whose keys are compared
+    // with a shadow's answers, which needs each key's hit or miss, or whose keys may fail over
+    // to other pools one by one.
     dispatchMultiget(line, warm);
     return;
   }
@@ -120,6 +123,11 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
     r->replica_session = src_->id();
     r->replica_topology = pool_->topology.get();
   }
+  // A route's failover, unless the pool's own replica failover or warm-up handles its misses.
+  const bool route_failover = !multiget_failover_.empty() && !r->replica_read && !warm;
+  if (route_failover) {
+    prepareMultigetFailover(*r);
+  }
   size_t servers = across_ != nullptr ? across_->size() : pool_->by_index.size();
   fragment_of_.assign(servers, -1);
   fragment_bytes_.clear();
@@ -154,6 +162,14 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
   r->fragment_count = count;
   r->fragments_left = count;
   src_->input().drain(req_->line_length);
+  if (route_failover) {
+    // Its fragments name their servers in the request's own list, which failover extends.
+    std::vector<BackendServer*>& servers = r->route->servers;
+    for (uint32_t f = 0; f < count; ++f) {
+      servers.push_back(&serverAt(r->fragments[f].server));
+      r->fragments[f].server = f;
+    }
+  }
 
   std::string_view name = protocol::commandName(req_->command);
   // Send every fragment first, then account for immediate failures, so that a request that
@@ -162,13 +178,15 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
   bool errored_now = false;
   for (uint32_t f = 0; f < count; ++f) {
     Fragment& frag = r->fragments[f];
-    BackendServer* server = &serverAt(frag.server);
+    BackendServer* server =
+        route_failover ? r->route->servers[frag.server] : &serverAt(frag.server);
     BackendConnection* conn = server->connectionFor(src_->id());
     if (conn == nullptr) {
       frag.done = true;
       server->countFailure(server->lastFailure());
-      if (r->replica_read) {
-        frag.failed = true;  // its keys go on to their next replicas (failover.h)
+      if (r->replica_read || route_failover) {
+        // its keys go on to their next replicas (failover.h) or pools (route_failover.h)
+        frag.failed = true;
         frag.failure = server->lastFailure();
         ++failed_now;
         continue;
@@ -197,8 +215,8 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
     }
     r->fragments_left -= failed_now;
     if (r->fragments_left == 0) {
-      if (continueReadFailover(*r, worker_)) {
-        return;  // the next replicas answer it
+      if (continueReadFailover(*r, worker_) || continueRouteMultiget(*r, worker_)) {
+        return;  // the next replicas, or the routes' next pools, answer it
       }
       assembleMultiget(*r, counters);
       r->complete = true;

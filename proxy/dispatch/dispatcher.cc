@@ -42,7 +42,7 @@ void Dispatcher::dispatch(RequestSource& src, PoolRuntime& pool, const protocol:
 PendingRequest* Dispatcher::newRequest(protocol::Command command) {
   PendingRequest* r = src_->newRequest(command);
   r->pool = pool_;
-  if (route_ == nullptr && probe_ == nullptr) {
+  if (route_ == nullptr && probe_ == nullptr && key_probes_.empty() && multiget_failover_.empty()) {
     return r;
   }
   RouteState* st = worker_.routeStates().acquire();
@@ -50,14 +50,19 @@ PendingRequest* Dispatcher::newRequest(protocol::Command command) {
   st->stats = route_ != nullptr ? route_->stats.get() : nullptr;
   if (failover_ready_) {
     // Its route may send it on to the next pool (route_failover.h): kept whole, never streamed.
-    st->failover.assign(route_->failover.begin(), route_->failover.end());
-    st->failover_on_miss = route_->config->failover_on_miss;
+    st->failover.assign(failover_pools_.begin(), failover_pools_.end());
+    st->failover_on_miss = failover_on_miss_;
     st->expect = failover_expect_;
     st->resend.swap(failover_bytes_);
     worker_.routeStates().holdCopy(st->resend.size());
     st->key.assign(failover_key_);
     r->rewrites = true;
     failover_ready_ = false;
+  }
+  if (!key_probes_.empty()) {
+    // A multi-get's shadowed keys: each compared by hit or miss when it completes (split per
+    // key, so that its hits are known: dispatchRetrieval).
+    st->key_probes.swap(key_probes_);
   }
   if (probe_ != nullptr) {
     // A shadowed read: its whole reply is compared with the shadow's when complete.

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -17,13 +18,14 @@
 #include "proxy/backend/worker_context.h"
 #include "proxy/dispatch/metadump.h"
 #include "proxy/dispatch/request_source.h"
+#include "proxy/dispatch/route_handler.h"
 #include "proxy/dispatch/shadow.h"
 #include "proxy/dispatch/stats_views.h"
 #include "proxy/protocol/request.h"
 
 namespace mcring::core {
 
-class Dispatcher {
+class Dispatcher final : private RouteContext {
  public:
   Dispatcher(WorkerContext& worker, StatsViews& views, Metadumps& dumps, Shadows& shadows)
       : worker_(worker), views_(views), dumps_(dumps), shadows_(shadows) {}
@@ -58,12 +60,21 @@ class Dispatcher {
   void dispatchRouted(std::string_view line);
   void routedKeyed(std::string_view line);
   void routedRetrieval(std::string_view line);
-  void routedRetrievalOne(std::string_view line);
-  bool admit(RouteRuntime& route);
-  bool enterRoute(uint32_t index, std::string_view& line, bool caps);
+  bool routeOne(uint32_t index, std::string_view& line);
+  bool admitRoutes(std::span<const uint32_t> routes, std::span<const uint32_t> key_routes,
+                   std::string_view& line);
+  PoolRuntime* sendRoute(uint32_t r, std::span<const uint32_t> key_routes, std::string_view line);
   void answerRouted(std::string_view reply);
-  std::string_view capTtl(std::string_view line, uint32_t max_ttl);
-  void shadowKeyed(std::string_view line, std::string_view key);
+  std::string_view applyTtlCap(std::string_view line, uint32_t max_ttl);
+  // RouteContext (routed.cc)
+  void refuse(std::string_view reply) override;
+  void capTtl(uint32_t max_ttl) override;
+  void shadowWrite(const ShadowTarget& target, size_t i) override;
+  void shadowRead(const ShadowTarget& target, size_t i) override;
+  void failOverTo(const RouteCall& call, std::span<PoolRuntime* const> pools,
+                  bool on_miss) override;
+  void prepareMultigetFailover(PendingRequest& r);
+  void sendTo(PoolRuntime& pool) override;
   void routedServers(std::vector<BackendServer*>& out) const;
   void prepareRouteFailover(std::string_view line, std::string_view key, Expect expect);
   // A multi-get's server `s`: an index in the pool's list, or in across_ for one across routes.
@@ -78,7 +89,7 @@ class Dispatcher {
   // The current get/gets goes out with its keys in lines shared with other requests
   // (coalesce_gets; gat/gats carry an exptime and keep lines of their own).
   bool coalescing() const {
-    return pool_->config().coalesce_gets && !failover_ready_ &&
+    return pool_->config().coalesce_gets && !failover_ready_ && multiget_failover_.empty() &&
            (req_->command == protocol::Command::Get || req_->command == protocol::Command::Gets);
   }
   // memcached closes a connection on a line other than get/gets with no newline in its first
@@ -123,19 +134,37 @@ class Dispatcher {
   PoolRuntime* pool_ = nullptr;
   // The session's pool (a routed listener's client-side keys: allow_dump), whichever pool_ the
   // request is dispatched to.
-  const PoolRuntime* client_pool_ = nullptr;
+  PoolRuntime* client_pool_ = nullptr;
   const protocol::Request* req_ = nullptr;
   std::vector<uint32_t> routes_;  // scratch: server of each key of a multi-get
   // Routes: the request's route (null: not routed), a shadowed read's probe not yet given to
   // its request, a multi-get's servers across pools (null: the pool's by_index), and scratch.
   RouteRuntime* route_ = nullptr;
   ShadowProbe* probe_ = nullptr;
+  std::vector<KeyProbe> key_probes_;  // a multi-get's shadowed keys' probes, for its request
   const std::vector<BackendServer*>* across_ = nullptr;
   std::vector<BackendServer*> across_servers_;
   std::vector<BackendServer*> flush_servers_;
   std::vector<uint32_t> key_routes_;
   std::vector<uint32_t> route_seen_;
-  // A route with failover: the request as sent and its key, for the request newRequest makes.
+  std::vector<PoolRuntime*> route_pools_;  // scratch: the pool each route's handlers chose
+  uint32_t one_route_ = 0;                 // a one-key request's route (its key_routes)
+  // What the route handlers decided for the request being routed: its TTL cap (0: none), the
+  // pool of the route being sent, and the line as admitted (after the cap).
+  uint32_t ttl_cap_ = 0;
+  PoolRuntime* sent_to_ = nullptr;
+  std::string_view line_;
+  // A route with failover: the request as sent, its key and the pools to try, for the request
+  // newRequest makes.
+  std::span<PoolRuntime* const> failover_pools_;
+  bool failover_on_miss_ = false;
+  // A multi-get's routes with failover (their keys may move: route_failover.h).
+  struct MultigetFailover {
+    uint32_t route = 0;
+    std::span<PoolRuntime* const> pools;
+    bool on_miss = false;
+  };
+  std::vector<MultigetFailover> multiget_failover_;
   bool failover_ready_ = false;
   Expect failover_expect_ = Expect::OneUnit;
   std::string failover_bytes_;

@@ -82,6 +82,9 @@ void Dispatcher::refuseFlushAll(RequestSource& src, PoolRuntime& pool,
 
 void Dispatcher::answerLocal(std::string_view line) {
   PendingRequest* r = newRequest(req_->command);
+  // A routed listener's views are of every pool its routes serve from (serving_pools.h), not
+  // only of the pool routed.cc picked for the request.
+  PoolRuntime& views_pool = client_pool_->routed() ? *client_pool_ : *pool_;
   // Build the reply while `line` (a view into the input buffer) is still valid.
   std::string out;
   // Answered from the pool's servers (stats_views.h) instead of here.
@@ -123,7 +126,7 @@ void Dispatcher::answerLocal(std::string_view line) {
       }
       out = line.substr(0, req_->line_length);
       src_->input().drain(req_->line_length);
-      dumps_.answer(*pool_, r, out);
+      dumps_.answer(views_pool, r, out);
       return;
     default:
       out = "ERROR\r\n";
@@ -131,7 +134,7 @@ void Dispatcher::answerLocal(std::string_view line) {
   }
   src_->input().drain(req_->line_length);
   if (from_servers) {
-    views_.answer(*src_, *pool_, r, view, out);
+    views_.answer(*src_, views_pool, r, view, out);
     return;
   }
   src_->completeWith(r, out);

@@ -6,6 +6,7 @@
 
 #include "proxy/backend/backend_server.h"
 #include "proxy/common/clock.h"
+#include "proxy/dispatch/serving_pools.h"
 #include "proxy/net/buffer.h"
 #include "proxy/net/tcp_connection.h"
 #include "proxy/protocol/reply_lines.h"
@@ -402,8 +403,22 @@ Metadumps::~Metadumps() {
 void Metadumps::answer(PoolRuntime& pool, PendingRequest* r, std::string_view line) {
   Queued q{r, std::string(line), {}, std::max(pool.config().timeout_ms, kIdleMs)};
   ++r->refs;
-  q.servers.reserve(pool.by_index.size());
-  for (BackendServer* server : pool.by_index) {
+  const std::vector<BackendServer*>* servers = &pool.by_index;
+  std::vector<BackendServer*> routed_servers;
+  if (pool.routed()) {
+    // A routed listener's dump: every pool its routes serve from, each server once, each
+    // server's idle limit the longest of those pools' (serving_pools.h).
+    std::vector<PoolRuntime*> pools;
+    servingPools(pool, &pools);
+    distinctServers(pools, &routed_servers);
+    servers = &routed_servers;
+    q.timeout_ms = kIdleMs;
+    for (const PoolRuntime* p : pools) {
+      q.timeout_ms = std::max(q.timeout_ms, p->config().timeout_ms);
+    }
+  }
+  q.servers.reserve(servers->size());
+  for (BackendServer* server : *servers) {
     q.servers.push_back(server->address());
   }
   queue_.push_back(std::move(q));

@@ -1,5 +1,6 @@
 // `lru_crawler metadump <classes|all|hash>` for a pool: every server's dump, in pool order, closed
-// by one END (what key listers read).
+// by one END (what key listers read). For a routed listener: every server of the pools its routes
+// serve from, each once (serving_pools.h).
 //
 // memcached hands the connection a metadump arrives on to its crawler thread: it answers no
 // request pipelined after it, and none before it may still await a reply ("ERROR cannot

@@ -1,10 +1,13 @@
 #include "proxy/dispatch/route_failover.h"
 
+#include <algorithm>
 #include <string_view>
+#include <vector>
 
 #include "proxy/backend/backend_connection.h"
 #include "proxy/backend/backend_server.h"
 #include "proxy/backend/pool_runtime.h"
+#include "proxy/dispatch/unavailable.h"
 
 namespace mcring::core {
 
@@ -35,7 +38,137 @@ bool failsOver(PendingRequest& r) {
   return startsWith(r.reply, "END");  // no VALUE before it
 }
 
+// The keys not hit of r's failed fragments (and its misses, where the key's route fails over on
+// a miss) to their routes' next pools, in new fragments by server; a fragment that cannot even
+// be sent fails at once and its keys move again, until something was sent or none can move.
+bool moveMultigetKeys(PendingRequest& r, RouteState& st) {
+  static constexpr size_t kMaxLine = 2000;  // see Dispatcher::kMaxBackendLine
+  for (;;) {
+    const uint32_t first_new = r.fragment_count;
+    std::vector<size_t> bytes;  // line bytes of each new fragment (rare: a failure's path)
+    uint32_t moved = 0;
+    for (uint32_t i = 0; i < r.key_count; ++i) {
+      RouteState::KeyFailover& kf = st.key_failover[i];
+      const uint32_t f = r.key_fragment[i];
+      if (r.key_hit_length[i] != 0 || f >= first_new || kf.next >= kf.count) {
+        continue;
+      }
+      if (!r.fragments[f].failed && !kf.on_miss) {
+        continue;  // a miss, and misses do not fail over on its route
+      }
+      const std::string_view key = multigetKey(r, i);
+      BackendServer* to = nullptr;
+      while (to == nullptr && kf.next < kf.count) {
+        to = st.key_pools[kf.offset + kf.next++]->currentServer(key);
+      }
+      if (to == nullptr) {
+        continue;  // a reload removed the pools left
+      }
+      if (kf.stats != nullptr) {
+        stats::bump(kf.stats->failovers);
+      }
+      auto at = std::find(st.servers.begin(), st.servers.end(), to);
+      const auto server = static_cast<uint32_t>(at - st.servers.begin());
+      if (at == st.servers.end()) {
+        st.servers.push_back(to);
+      }
+      const size_t add = key.size() + 1;
+      uint32_t nf = first_new;
+      while (nf < r.fragment_count &&
+             (r.fragments[nf].server != server || bytes[nf - first_new] + add > kMaxLine)) {
+        ++nf;
+      }
+      if (nf == r.fragment_count) {
+        ++r.fragment_count;
+        if (r.fragments.size() <= nf) {
+          r.fragments.emplace_back();
+        }
+        Fragment& fr = r.fragments[nf];
+        fr.server = server;
+        fr.key_indices.clear();
+        fr.next_match = 0;
+        fr.hits = 0;
+        fr.values.drain(fr.values.size());
+        fr.done = false;
+        fr.warm_from = nullptr;
+        fr.failed = false;
+        fr.unavailable = false;
+        bytes.push_back(0);
+      }
+      bytes[nf - first_new] += add;
+      r.fragments[nf].key_indices.push_back(i);
+      r.key_fragment[i] = nf;
+      stats::bump(to->stats().get_keys);
+      ++moved;
+    }
+    if (moved == 0) {
+      return false;
+    }
+    uint32_t sent = 0;
+    for (uint32_t f = first_new; f < r.fragment_count; ++f) {
+      Fragment& fr = r.fragments[f];
+      BackendServer* server = st.servers[fr.server];
+      BackendConnection* conn = server->connectionFor(r.session->id());
+      if (conn == nullptr) {
+        server->countFailure(server->lastFailure());
+        fr.failed = true;
+        fr.failure = server->lastFailure();
+        fr.done = true;
+        continue;
+      }
+      const size_t written = writeFragmentLine(conn->output(), r, fr);
+      conn->expect(&r, f, Delivery::Fragment, Expect::Retrieval, written);
+      ++sent;
+    }
+    if (sent > 0) {
+      r.fragments_left += sent;
+      return true;
+    }
+  }
+}
+
+// No pool is left for the keys of failed fragments that were not hit: the pool of the server
+// that failed them answers them by its unavailable_reads (misses), or the multi-get fails, as
+// without failover.
+void settleMultiget(PendingRequest& r, const RouteState& st, WorkerContext& worker) {
+  for (uint32_t f = 0; f < r.fragment_count && !r.failed; ++f) {
+    Fragment& fr = r.fragments[f];
+    if (!fr.failed) {
+      continue;
+    }
+    uint64_t keys = 0;
+    for (uint32_t i : fr.key_indices) {
+      keys += r.key_fragment[i] == f && r.key_hit_length[i] == 0 ? 1 : 0;
+    }
+    if (keys == 0) {
+      continue;
+    }
+    BackendServer* server = st.servers[fr.server];
+    if (answerUnavailableKeys(r, server->pool(), server, fr.failure, keys, worker)) {
+      fr.unavailable = true;
+      continue;
+    }
+    r.failed = true;
+    if (r.error_line.empty()) {
+      r.error_line.assign(backendFailureReply(fr.failure));
+    }
+    stats::bump(worker.counters().server_errors);
+  }
+}
+
 }  // namespace
+
+bool continueRouteMultiget(PendingRequest& r, WorkerContext& worker) {
+  if (r.route == nullptr || !r.route->defersFragmentFailures()) {
+    return false;
+  }
+  RouteState& st = *r.route;
+  if (r.session != nullptr && !r.refused && moveMultigetKeys(r, st)) {
+    return true;
+  }
+  settleMultiget(r, st, worker);
+  return false;
+}
 
 bool continueRouteFailover(PendingRequest& r) {
   if (r.route == nullptr || !r.route->failsOver() || r.session == nullptr || r.refused ||

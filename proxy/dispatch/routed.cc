@@ -1,9 +1,10 @@
-// Routes (config `routes`, docs/design.md "Routes"): a routed listener's request goes to the pool
-// of its key's route, through that pool's own dispatch (replication, spread, warm-up, its
-// unavailable_* answers), after the route's own steps: its rate limit, its TTL cap and its
-// shadow copy. A multi-get whose keys are all in one route is that pool's multi-get; one across
-// routes is split by server over all their pools and reassembled in the client's key order
-// (without the pools' warm-up, read failover and spread, which work within one pool).
+// Routes (config `routes`, docs/design.md "Routes"): a routed listener's request goes through
+// its key's route, a chain of route handlers (route_handler.h, built by route_tree.h) that ends
+// in a pool, and on through that pool's own dispatch (replication, spread, warm-up, its
+// unavailable_* answers). The Dispatcher is the handlers' RouteContext: they decide, it sends.
+// A multi-get whose keys are all in one route is that pool's multi-get; one across routes is
+// split by server over all their pools and reassembled in the client's key order (without the
+// pools' warm-up, read failover and spread, which work within one pool).
 #include <algorithm>
 #include <ctime>
 
@@ -11,6 +12,7 @@
 #include "proxy/common/clock.h"
 #include "proxy/dispatch/dispatcher.h"
 #include "proxy/dispatch/failover.h"
+#include "proxy/dispatch/route_handler.h"
 #include "proxy/protocol/exptime_cap.h"
 #include "proxy/protocol/reply_lines.h"
 #include "proxy/protocol/request_parser.h"
@@ -24,8 +26,14 @@ using protocol::CommandClass;
 namespace {
 
 constexpr std::string_view kNoRouteLine = "SERVER_ERROR no route for key\r\n";
-constexpr std::string_view kRateLimitedLine = "SERVER_ERROR rate limited\r\n";
 constexpr std::string_view kBadLine = "CLIENT_ERROR bad command line format\r\n";
+
+// Whether a command's TTL, if it sets one, is what a route's max_ttl caps: every keyed command
+// (protocol::capLineExptime leaves those without a TTL alone); among reads, gat and gats.
+bool setsTtl(Command c) {
+  return protocol::commandClass(c) != CommandClass::Retrieval || c == Command::Gat ||
+         c == Command::Gats;
+}
 
 }  // namespace
 
@@ -45,8 +53,10 @@ void Dispatcher::dispatchRouted(std::string_view line) {
       dispatchToPool(line);
       break;
     case CommandClass::Local:
-      // memcached's stats views, version and lru_crawler come from one pool: the default
-      // route's, else the first route's. mcring's own `stats` is the process's, as anywhere.
+      // memcached's stats views, version and lru_crawler metadump are merged over every pool
+      // the routes serve from (answerLocal, serving_pools.h); the request is tagged with the
+      // home pool (the default route's, else the first route's) for its other local answers.
+      // mcring's own `stats` is the process's, as anywhere.
       if (front.home == nullptr) {
         answerRouted(kNoRouteLine);
         break;
@@ -56,6 +66,11 @@ void Dispatcher::dispatchRouted(std::string_view line) {
       break;
   }
   ShadowProbe::release(probe_);  // a probe no request took (the read was answered here)
+  for (KeyProbe& k : key_probes_) {
+    ShadowProbe::release(k.probe);
+  }
+  key_probes_.clear();
+  multiget_failover_.clear();
   route_ = nullptr;
 }
 
@@ -87,19 +102,10 @@ void Dispatcher::answerRouted(std::string_view reply) {
   src_->completeWith(r, reply);
 }
 
-// The route's rate limit: a token now, or the request is answered at once (never queued).
-bool Dispatcher::admit(RouteRuntime& route) {
-  if (route.limit == nullptr || route.limit->tryTake(common::monotonicNs())) {
-    return true;
-  }
-  stats::bump(route.stats->rate_limited);
-  return false;
-}
-
 // max_ttl: the line with every TTL it sets capped (protocol/exptime_cap.h). The client's line
 // is replaced in the input by the capped one, parsed again, so the rest of dispatch sees a
 // request like any other; its data block, if any, stays where it is.
-std::string_view Dispatcher::capTtl(std::string_view line, uint32_t max_ttl) {
+std::string_view Dispatcher::applyTtlCap(std::string_view line, uint32_t max_ttl) {
   const auto now = static_cast<int64_t>(std::time(nullptr));
   if (!protocol::capLineExptime(*req_, line, max_ttl, now, &capped_line_)) {
     return line;
@@ -120,22 +126,20 @@ std::string_view Dispatcher::capTtl(std::string_view line, uint32_t max_ttl) {
   return capped_line_;
 }
 
-// A one-key request enters the route `index` (of the key it routed): counted, its token taken
-// and, if `caps` (the request sets a TTL), its TTL capped. False if it was answered here (no
-// route, rate limited, a capped line too long); else `line` is the line to dispatch.
-bool Dispatcher::enterRoute(uint32_t index, std::string_view& line, bool caps) {
-  if (index == routing::PrefixTable::kNoRoute) {
-    answerRouted(kNoRouteLine);
-    return false;
+// The admit pass of every route in `routes` (the distinct routes of the request's keys, whose
+// routes are key_routes), then the TTL cap they ask for. False if the request was answered
+// here; else `line` is the line to send.
+bool Dispatcher::admitRoutes(std::span<const uint32_t> routes, std::span<const uint32_t> key_routes,
+                             std::string_view& line) {
+  ttl_cap_ = 0;
+  for (const uint32_t r : routes) {
+    const RouteCall call{*req_, line, key_routes, r};
+    if (!pool_->routes[r].root->admit(*this, call)) {
+      return false;
+    }
   }
-  route_ = &pool_->routes[index];
-  stats::bump(route_->stats->requests);
-  if (!admit(*route_)) {
-    answerRouted(kRateLimitedLine);
-    return false;
-  }
-  if (caps && route_->config->max_ttl > 0) {
-    line = capTtl(line, route_->config->max_ttl);
+  if (ttl_cap_ > 0 && setsTtl(req_->command)) {
+    line = applyTtlCap(line, ttl_cap_);
     if (line.empty()) {
       answerRouted(kBadLine);
       return false;
@@ -144,21 +148,182 @@ bool Dispatcher::enterRoute(uint32_t index, std::string_view& line, bool caps) {
   return true;
 }
 
+// The send pass of route r: its side copies and failover, and the pool its keys go to.
+PoolRuntime* Dispatcher::sendRoute(uint32_t r, std::span<const uint32_t> key_routes,
+                                   std::string_view line) {
+  line_ = line;
+  sent_to_ = nullptr;
+  pool_->routes[r].root->send(*this, RouteCall{*req_, line, key_routes, r});
+  return sent_to_;
+}
+
+// A one-key request through route `index` (of its key). False if it was answered here;
+// else pool_ is the pool to dispatch `line` to.
+bool Dispatcher::routeOne(uint32_t index, std::string_view& line) {
+  if (index == routing::PrefixTable::kNoRoute) {
+    answerRouted(kNoRouteLine);
+    return false;
+  }
+  route_ = &pool_->routes[index];
+  one_route_ = index;
+  const std::span<const uint32_t> key_routes(&one_route_, 1);
+  if (!admitRoutes(key_routes, key_routes, line)) {
+    return false;
+  }
+  pool_ = sendRoute(index, key_routes, line);
+  return true;
+}
+
 void Dispatcher::routedKeyed(std::string_view line) {
-  if (!enterRoute(pool_->route_table.match(req_->routingKey(line, 0)), line, /*caps=*/true)) {
+  if (routeOne(pool_->route_table.match(req_->routingKey(line, 0)), line)) {
+    dispatchKeyed(line);
+  }
+}
+
+void Dispatcher::routedRetrieval(std::string_view line) {
+  const size_t n = req_->keys.size();
+  if (n == 1) {
+    // The usual retrieval: one match, no per-key bookkeeping.
+    if (routeOne(pool_->route_table.match(req_->keys[0].in(line)), line)) {
+      dispatchRetrieval(line);
+    }
     return;
   }
-  const std::string_view key = req_->routingKey(line, 0);
-  if (Shadows::shadows(*route_, key)) {
-    shadowKeyed(line, key);
+  PoolRuntime& front = *pool_;
+  key_routes_.resize(n);
+  route_seen_.clear();  // the distinct routes, in first-seen order (a request touches few)
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t index = front.route_table.match(req_->keys[i].in(line));
+    if (index == routing::PrefixTable::kNoRoute) {
+      answerRouted(kNoRouteLine);
+      return;
+    }
+    key_routes_[i] = index;
+    if ((i == 0 || index != key_routes_[i - 1]) &&
+        std::find(route_seen_.begin(), route_seen_.end(), index) == route_seen_.end()) {
+      route_seen_.push_back(index);
+    }
   }
-  if (!route_->failover.empty()) {
+  // Each route the request touches counts it once and may refuse it; a gat's TTL is capped by
+  // the smallest max_ttl among them.
+  if (!admitRoutes(route_seen_, key_routes_, line)) {
+    return;
+  }
+  route_pools_.resize(front.routes.size());
+  for (const uint32_t r : route_seen_) {
+    route_pools_[r] = sendRoute(r, key_routes_, line);
+  }
+  if (route_seen_.size() == 1) {
+    route_ = &front.routes[route_seen_[0]];
+    pool_ = route_pools_[route_seen_[0]];
+    dispatchRetrieval(line);
+    return;
+  }
+  // Across routes: one server list for all the keys' pools, then the multi-get split over it.
+  auto& counters = worker_.counters();
+  stats::bump(counters.cmd_get, n);
+  if (req_->command == Command::Gat || req_->command == Command::Gats) {
+    stats::bump(counters.cmd_touch);
+  }
+  across_servers_.clear();
+  routes_.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    PoolRuntime& pool = *route_pools_[key_routes_[i]];
+    const std::string_view key = req_->keys[i].in(line);
+    const uint32_t s = pool.config().routing.replicas > 1
+                           ? readReplica(pool, worker_, key, src_->id())
+                           : pool.route(key);
+    BackendServer* server = pool.by_index[s];
+    auto at = std::find(across_servers_.begin(), across_servers_.end(), server);
+    routes_[i] = static_cast<uint32_t>(at - across_servers_.begin());
+    if (at == across_servers_.end()) {
+      across_servers_.push_back(server);
+    }
+  }
+  across_ = &across_servers_;
+  dispatchMultiget(line, /*warm=*/false);
+  across_ = nullptr;
+}
+
+// RouteContext: what the route handlers ask of the request being routed.
+
+void Dispatcher::refuse(std::string_view reply) {
+  answerRouted(reply);
+}
+
+void Dispatcher::capTtl(uint32_t max_ttl) {
+  if (ttl_cap_ == 0 || max_ttl < ttl_cap_) {
+    ttl_cap_ = max_ttl;
+  }
+}
+
+// A write's copy, sent before the request itself moves its data block: the line as sent to
+// the primary (after max_ttl; a meta q write with the mn that ends its reply).
+void Dispatcher::shadowWrite(const ShadowTarget& target, size_t) {
+  const std::string_view line = line_;
+  const bool quiet_meta =
+      protocol::commandClass(req_->command) == CommandClass::Meta && req_->noreply;
+  const std::string_view sent = quiet_meta
+                                    ? line.substr(0, req_->line_length)
+                                    : std::string_view(lineAsSent(line, req_->noreply_token));
+  shadows_.sendWrite(target, req_->routingKey(line, 0), src_->id(), sent, src_->input(),
+                     req_->line_length, req_->has_data ? req_->value_length + 2 : 0, quiet_meta);
+}
+
+void Dispatcher::shadowRead(const ShadowTarget& target, size_t i) {
+  const std::string_view line = line_;
+  if (req_->command == Command::MetaGet) {
+    probe_ = shadows_.sendRead(target, req_->routingKey(line, 0), req_->keys[0].in(line),
+                               req_->key_base64, src_->id(), /*compare=*/true);
+    return;
+  }
+  const std::string_view k = req_->keys[i].in(line);
+  ShadowProbe* probe = shadows_.sendRead(target, k, k, false, src_->id(), /*compare=*/true);
+  if (req_->keys.size() == 1) {
+    probe_ = probe;  // the whole reply is compared (Shadows::primaryAnswered)
+  } else if (probe != nullptr) {
+    key_probes_.push_back({static_cast<uint32_t>(i), probe});  // by the key's hit or miss
+  }
+}
+
+void Dispatcher::failOverTo(const RouteCall& call, std::span<PoolRuntime* const> pools,
+                            bool on_miss) {
+  if (!call.oneKey()) {
+    multiget_failover_.push_back({call.route, pools, on_miss});
+    return;
+  }
+  const std::string_view line = line_;
+  Expect expect = Expect::Retrieval;  // a Direct get (not coalesced), which its route may send on
+  if (protocol::commandClass(req_->command) != CommandClass::Retrieval) {
     const bool quiet_meta =
         protocol::commandClass(req_->command) == CommandClass::Meta && req_->noreply;
-    prepareRouteFailover(line, key, quiet_meta ? Expect::UntilNoop : Expect::OneUnit);
+    expect = quiet_meta ? Expect::UntilNoop : Expect::OneUnit;
   }
-  pool_ = route_->pool;
-  dispatchKeyed(line);
+  prepareRouteFailover(line, req_->routingKey(line, 0), expect);
+  failover_pools_ = pools;
+  failover_on_miss_ = on_miss;
+}
+
+void Dispatcher::sendTo(PoolRuntime& pool) {
+  sent_to_ = &pool;
+}
+
+// A routed multi-get with failover on some of its routes (r: its request, before its fragments
+// are built): which pools each key may go on to.
+void Dispatcher::prepareMultigetFailover(PendingRequest& r) {
+  RouteState& st = *r.route;
+  st.key_failover.assign(key_routes_.size(), {});
+  for (const MultigetFailover& m : multiget_failover_) {
+    const auto offset = static_cast<uint32_t>(st.key_pools.size());
+    st.key_pools.insert(st.key_pools.end(), m.pools.begin(), m.pools.end());
+    for (size_t i = 0; i < key_routes_.size(); ++i) {
+      if (key_routes_[i] == m.route) {
+        st.key_failover[i] = {offset, static_cast<uint8_t>(m.pools.size()), 0, m.on_miss,
+                              client_pool_->routes[m.route].stats.get()};
+      }
+    }
+  }
+  r.rewrites = true;  // assembled whole: a key may still move when later keys have answered
 }
 
 // The request as its route's next pool would get it: the line as sent (no classic noreply
@@ -188,136 +353,6 @@ void Dispatcher::prepareRouteFailover(std::string_view line, std::string_view ke
   failover_key_.assign(key);
   failover_expect_ = expect;
   failover_ready_ = true;
-}
-
-// The shadow's copy of a keyed request, sent before the request itself moves its data block.
-void Dispatcher::shadowKeyed(std::string_view line, std::string_view key) {
-  const RouteRuntime& route = *route_;
-  if (req_->command == Command::MetaGet) {
-    if (!route.config->shadow->writes_only) {
-      probe_ = shadows_.sendRead(route, key, req_->keys[0].in(line), req_->key_base64, src_->id(),
-                                 /*compare=*/true);
-    }
-    return;
-  }
-  if (req_->command == Command::MetaDebug) {
-    return;  // a read of the item's metadata: nothing to copy or compare
-  }
-  const bool quiet_meta =
-      protocol::commandClass(req_->command) == CommandClass::Meta && req_->noreply;
-  const std::string_view sent = quiet_meta
-                                    ? line.substr(0, req_->line_length)
-                                    : std::string_view(lineAsSent(line, req_->noreply_token));
-  shadows_.sendWrite(route, key, src_->id(), sent, src_->input(), req_->line_length,
-                     req_->has_data ? req_->value_length + 2 : 0, quiet_meta);
-}
-
-// The usual retrieval, one key: one match, no per-key bookkeeping.
-void Dispatcher::routedRetrievalOne(std::string_view line) {
-  const bool touches = req_->command == Command::Gat || req_->command == Command::Gats;
-  if (!enterRoute(pool_->route_table.match(req_->keys[0].in(line)), line, touches)) {
-    return;
-  }
-  if (route_->shadow != nullptr) {
-    const std::string_view k = req_->keys[0].in(line);
-    if (!route_->config->shadow->writes_only && Shadows::shadows(*route_, k)) {
-      probe_ = shadows_.sendRead(*route_, k, k, false, src_->id(), /*compare=*/true);
-    }
-  }
-  if (!route_->failover.empty()) {
-    // A Direct get (not coalesced), which its route may send on.
-    prepareRouteFailover(line, req_->keys[0].in(line), Expect::Retrieval);
-  }
-  pool_ = route_->pool;
-  dispatchRetrieval(line);
-}
-
-void Dispatcher::routedRetrieval(std::string_view line) {
-  const size_t n = req_->keys.size();
-  if (n == 1) {
-    routedRetrievalOne(line);
-    return;
-  }
-  PoolRuntime& front = *pool_;
-  key_routes_.resize(n);
-  bool single = true;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t index = front.route_table.match(req_->keys[i].in(line));
-    if (index == routing::PrefixTable::kNoRoute) {
-      answerRouted(kNoRouteLine);
-      return;
-    }
-    key_routes_[i] = index;
-    single = single && index == key_routes_[0];
-  }
-  // Each route the request touches counts it once and takes one token; a gat's TTL is capped
-  // by the smallest max_ttl among them.
-  route_seen_.clear();  // the distinct routes, in first-seen order (a request touches few)
-  uint32_t cap = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t r = key_routes_[i];
-    if ((i > 0 && r == key_routes_[i - 1]) ||
-        std::find(route_seen_.begin(), route_seen_.end(), r) != route_seen_.end()) {
-      continue;
-    }
-    route_seen_.push_back(r);
-    RouteRuntime& route = front.routes[r];
-    stats::bump(route.stats->requests);
-    if (!admit(route)) {
-      answerRouted(kRateLimitedLine);
-      return;
-    }
-    const uint32_t max_ttl = route.config->max_ttl;
-    if (max_ttl > 0 && (cap == 0 || max_ttl < cap)) {
-      cap = max_ttl;
-    }
-  }
-  if (cap > 0 && (req_->command == Command::Gat || req_->command == Command::Gats)) {
-    line = capTtl(line, cap);
-    if (line.empty()) {
-      answerRouted(kBadLine);
-      return;
-    }
-  }
-  for (size_t i = 0; i < n; ++i) {
-    const RouteRuntime& route = front.routes[key_routes_[i]];
-    const std::string_view key = req_->keys[i].in(line);
-    if (route.shadow != nullptr && !route.config->shadow->writes_only &&
-        Shadows::shadows(route, key)) {
-      // Only a one-key read's answers are compared (a multi-get's reply is not kept whole).
-      shadows_.sendRead(route, key, key, false, src_->id(), /*compare=*/false);
-    }
-  }
-  if (single) {
-    route_ = &front.routes[key_routes_[0]];
-    pool_ = route_->pool;
-    dispatchRetrieval(line);
-    return;
-  }
-  // Across routes: one server list for all the keys' pools, then the multi-get split over it.
-  auto& counters = worker_.counters();
-  stats::bump(counters.cmd_get, n);
-  if (req_->command == Command::Gat || req_->command == Command::Gats) {
-    stats::bump(counters.cmd_touch);
-  }
-  across_servers_.clear();
-  routes_.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    PoolRuntime& pool = *front.routes[key_routes_[i]].pool;
-    const std::string_view key = req_->keys[i].in(line);
-    const uint32_t s = pool.config().routing.replicas > 1
-                           ? readReplica(pool, worker_, key, src_->id())
-                           : pool.route(key);
-    BackendServer* server = pool.by_index[s];
-    auto at = std::find(across_servers_.begin(), across_servers_.end(), server);
-    routes_[i] = static_cast<uint32_t>(at - across_servers_.begin());
-    if (at == across_servers_.end()) {
-      across_servers_.push_back(server);
-    }
-  }
-  across_ = &across_servers_;
-  dispatchMultiget(line, /*warm=*/false);
-  across_ = nullptr;
 }
 
 }  // namespace mcring::core

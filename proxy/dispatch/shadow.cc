@@ -47,25 +47,22 @@ ShadowProbe::Answer answerOf(std::string_view reply, uint64_t* digest) {
 
 Shadows::~Shadows() = default;
 
-bool Shadows::shadows(const RouteRuntime& route, std::string_view key) {
-  if (route.shadow == nullptr) {
-    return false;
-  }
+bool Shadows::shadows(const ShadowTarget& target, std::string_view key) {
   // One fixed hash (not the pools' own): the same keys are shadowed by every proxy.
   const uint64_t h = routing::hashKey(routing::HashFunction::Fnv1a_32, key);
-  return h < route.shadow_below;
+  return h < target.below;
 }
 
-BackendConnection* Shadows::connectionFor(const RouteRuntime& route, std::string_view routing_key,
+BackendConnection* Shadows::connectionFor(const ShadowTarget& target, std::string_view routing_key,
                                           uint64_t session) {
-  PoolRuntime& pool = *route.shadow;
+  PoolRuntime& pool = *target.pool;
   BackendServer* server = pool.currentServer(routing_key);
   BackendConnection* conn = server != nullptr ? server->connectionFor(session) : nullptr;
   if (conn == nullptr || conn->inflightCount() >= kMaxInflight || conn->unsent() >= kMaxOutput) {
-    stats::bump(route.stats->shadow_dropped);
+    stats::bump(target.stats->shadow_dropped);
     return nullptr;
   }
-  stats::bump(route.stats->shadow_sent);
+  stats::bump(target.stats->shadow_sent);
   return conn;
 }
 
@@ -89,10 +86,10 @@ ShadowProbe* Shadows::newProbe(stats::RouteStats* stats) {
   return p;
 }
 
-void Shadows::sendWrite(const RouteRuntime& route, std::string_view routing_key, uint64_t session,
+void Shadows::sendWrite(const ShadowTarget& target, std::string_view routing_key, uint64_t session,
                         std::string_view line, const net::Buffer& in, uint64_t data_offset,
                         uint64_t data_length, bool quiet_meta) {
-  BackendConnection* conn = connectionFor(route, routing_key, session);
+  BackendConnection* conn = connectionFor(target, routing_key, session);
   if (conn == nullptr) {
     return;
   }
@@ -109,16 +106,16 @@ void Shadows::sendWrite(const RouteRuntime& route, std::string_view routing_key,
   worker_.requests().release(r);  // the connection's reference keeps it until the reply
 }
 
-ShadowProbe* Shadows::sendRead(const RouteRuntime& route, std::string_view routing_key,
+ShadowProbe* Shadows::sendRead(const ShadowTarget& target, std::string_view routing_key,
                                std::string_view key, bool b64, uint64_t session, bool compare) {
-  BackendConnection* conn = connectionFor(route, routing_key, session);
+  BackendConnection* conn = connectionFor(target, routing_key, session);
   if (conn == nullptr) {
     return nullptr;
   }
   PendingRequest* r = detached(protocol::Command::MetaGet);
   ShadowProbe* probe = nullptr;
   if (compare) {
-    probe = newProbe(route.stats.get());
+    probe = newProbe(target.stats);
     probe->refs = 2;
     r->route = worker_.routeStates().acquire();
     r->route->probe = probe;
@@ -141,6 +138,19 @@ void Shadows::primaryAnswered(PendingRequest& r) {
     a = answerOf(r.reply.contiguous(r.reply.size()), &digest);
   }
   probe->answer(false, a, digest);
+}
+
+void Shadows::primaryAnsweredKeys(PendingRequest& r) {
+  for (KeyProbe& k : r.route->key_probes) {
+    ShadowProbe::Answer a = ShadowProbe::Answer::Unusable;
+    if (!r.refused && !r.failed && r.shape == Shape::Multiget && k.key < r.key_count &&
+        !r.fragments[r.key_fragment[k.key]].unavailable) {
+      // The value's bytes may be streamed to the client already: hit or miss only.
+      a = r.key_hit_length[k.key] != 0 ? ShadowProbe::Answer::HitNoValue
+                                       : ShadowProbe::Answer::Miss;
+    }
+    k.probe->answer(false, a, 0);
+  }
 }
 
 UnitVerdict Shadows::onUnit(BackendConnection&, PendingRequest& r, uint32_t tag,

@@ -28,6 +28,14 @@
 
 namespace mcring::core {
 
+// Where a route's copies go (built into its ShadowRoute, route_handlers.h).
+struct ShadowTarget {
+  PoolRuntime* pool = nullptr;
+  stats::RouteStats* stats = nullptr;  // the route's: copies sent, dropped, agreement
+  uint64_t below = 0;  // keys whose 32-bit hash falls below this are shadowed (percent)
+  bool writes_only = false;
+};
+
 class Shadows final : public ReplyHandler {
  public:
   static constexpr size_t kMaxInflight = 1024;
@@ -38,24 +46,26 @@ class Shadows final : public ReplyHandler {
   Shadows(const Shadows&) = delete;
   Shadows& operator=(const Shadows&) = delete;
 
-  // Whether the route shadows `key` (its percent, by key hash).
-  static bool shadows(const RouteRuntime& route, std::string_view key);
+  // Whether `key` is among the target's shadowed keys (its percent, by key hash).
+  static bool shadows(const ShadowTarget& target, std::string_view key);
 
   // Copies a write: `line` as sent to the primary (no classic noreply token), then, if the
   // request has one, its data block: `data_length` bytes at `data_offset` in `in`. A meta q
   // write gets an `mn` after it, which ends its reply.
-  void sendWrite(const RouteRuntime& route, std::string_view routing_key, uint64_t session,
+  void sendWrite(const ShadowTarget& target, std::string_view routing_key, uint64_t session,
                  std::string_view line, const net::Buffer& in, uint64_t data_offset,
                  uint64_t data_length, bool quiet_meta);
   // Sends `mg <key> [b] v` for a read of `key` (as the client wrote it; base64 with b64) and,
   // if `compare`, returns a probe holding one reference for the primary request (null when
   // the copy was dropped or not compared).
-  ShadowProbe* sendRead(const RouteRuntime& route, std::string_view routing_key,
+  ShadowProbe* sendRead(const ShadowTarget& target, std::string_view routing_key,
                         std::string_view key, bool b64, uint64_t session, bool compare);
 
   // The primary's complete reply to a shadowed read (r.reply, never streamed: dispatch set
   // r.rewrites), for its probe.
   static void primaryAnswered(PendingRequest& r);
+  // A multi-get's (r.shape Multiget) answers for its shadowed keys: hit or miss each.
+  static void primaryAnsweredKeys(PendingRequest& r);
 
   UnitVerdict onUnit(BackendConnection& conn, PendingRequest& r, uint32_t tag,
                      const protocol::Reply& rep, std::string_view unit) override;
@@ -65,7 +75,7 @@ class Shadows final : public ReplyHandler {
 
  private:
   // The connection a copy goes on, or null (counted as dropped).
-  BackendConnection* connectionFor(const RouteRuntime& route, std::string_view routing_key,
+  BackendConnection* connectionFor(const ShadowTarget& target, std::string_view routing_key,
                                    uint64_t session);
   PendingRequest* detached(protocol::Command command);
   ShadowProbe* newProbe(stats::RouteStats* stats);

@@ -10,13 +10,15 @@
 #include "proxy/backend/backend_server.h"
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
+#include "proxy/dispatch/serving_pools.h"
 #include "proxy/protocol/reply_lines.h"
 
 namespace mcring::core {
 
 using protocol::StatsView;
 
-// One pool's view: its last answers, and the fetch in flight with the requests waiting for it.
+// One pool's view (or a routed listener's: over the pools it routes to, serving_pools.h): its
+// last answers, and the fetch in flight with the requests waiting for it.
 // It owns the detached request that asks the servers (as that request's RequestOwner), so the
 // backend connections deliver the answers here; it has no socket, so it never streams and holds
 // at most kMaxHeld bytes.
@@ -44,7 +46,7 @@ class StatsViews::Fetch final : public RequestOwner {
 
   void answer(RequestSource& src, PoolRuntime& pool, PendingRequest* r) {
     const uint64_t now = common::monotonicNs();
-    const bool fresh = have_ && topology_ == pool.topology.get() && view_ != StatsView::CacheDump &&
+    const bool fresh = have_ && sameSnapshot(pool) && view_ != StatsView::CacheDump &&
                        now - fetched_ns_ < kFreshMs * 1000000;
     if (fresh) {
       deliver(r, error_.empty() ? compose(answers_, pool).reply : error_);
@@ -131,6 +133,34 @@ class StatsViews::Fetch final : public RequestOwner {
     }
   }
 
+  // The answers are of the snapshot in force: the pool's, or for a routed listener its own and
+  // each of its serving pools' (a reload may change a route's pools, or their servers).
+  bool sameSnapshot(const PoolRuntime& pool) const {
+    if (!pool.routed()) {
+      return topology_ == pool.topology.get();
+    }
+    std::vector<PoolRuntime*> pools;
+    servingPools(pool, &pools);
+    return topology_ == pool.topology.get() && snapshotOf(pools) == pools_snapshot_;
+  }
+  static std::vector<const void*> snapshotOf(const std::vector<PoolRuntime*>& pools) {
+    std::vector<const void*> out;
+    out.reserve(pools.size());
+    for (const PoolRuntime* p : pools) {
+      out.push_back(p->topology.get());
+    }
+    return out;
+  }
+
+  // The longest a fetch from `pool`'s servers waits: kDeadlineMs, or its timeout if shorter.
+  static uint32_t deadlineOf(const PoolRuntime& pool) {
+    const uint32_t timeout = pool.config().timeout_ms;
+    return timeout > 0 ? std::min(timeout, kDeadlineMs) : kDeadlineMs;
+  }
+
+  // `pool` is the pool whose clients ask (its budget holds the answers, its limits bound them);
+  // a routed listener's view asks the servers of every pool it serves from, each once
+  // (serving_pools.h), and waits for the slowest of those pools' deadlines.
   void start(PoolRuntime& pool, uint64_t session_id) {
     WorkerContext& worker = owner_.worker_;
     if (pool_ != nullptr) {
@@ -142,7 +172,21 @@ class StatsViews::Fetch final : public RequestOwner {
     pool_ = &pool;
     session_id_ = session_id;
     topology_ = pool.topology.get();
-    const uint32_t count = static_cast<uint32_t>(pool.by_index.size());
+    const std::vector<BackendServer*>* servers = &pool.by_index;
+    uint32_t deadline = deadlineOf(pool);
+    std::vector<BackendServer*> routed_servers;
+    if (pool.routed()) {
+      std::vector<PoolRuntime*> pools;
+      servingPools(pool, &pools);
+      distinctServers(pools, &routed_servers);
+      servers = &routed_servers;
+      pools_snapshot_ = snapshotOf(pools);
+      deadline = 0;
+      for (const PoolRuntime* p : pools) {
+        deadline = std::max(deadline, deadlineOf(*p));
+      }
+    }
+    const uint32_t count = static_cast<uint32_t>(servers->size());
     lines_ = 0;
     max_lines_ = (uint64_t{protocol::maxAnswerLines(view_)} + 1) * count;  // each with its END
     max_bytes_ = kMaxHeld;
@@ -166,7 +210,7 @@ class StatsViews::Fetch final : public RequestOwner {
     uint32_t failed_now = 0;
     for (uint32_t s = 0; s < count; ++s) {
       q->fragments[s].server = s;
-      BackendServer* server = pool.by_index[s];
+      BackendServer* server = (*servers)[s];
       BackendConnection* conn = server->connectionFor(session_id);
       stats::bump(worker.counters().stats_fetches);
       if (conn == nullptr) {
@@ -184,8 +228,6 @@ class StatsViews::Fetch final : public RequestOwner {
       finalize();
       return;
     }
-    const uint32_t timeout = pool.config().timeout_ms;
-    const uint32_t deadline = timeout > 0 ? std::min(timeout, kDeadlineMs) : kDeadlineMs;
     if (!deadline_) {
       deadline_ = std::make_unique<net::Timer>(worker.loop(), [this] { finalize(); });
     }
@@ -306,8 +348,9 @@ class StatsViews::Fetch final : public RequestOwner {
     return protocol::mergeStats(view_, views, own, owner_.versionOf(pool_name_));
   }
 
-  // The limit a client of this pool meets (memcached's -c, next to curr_connections): the pool's
-  // client_connections, or with none the process's limit on open files.
+  // The limit a client of this pool (or routed listener) meets (memcached's -c, next to
+  // curr_connections): the pool's client_connections, or with none the process's limit on open
+  // files.
   static uint64_t maxConnections(const PoolRuntime& pool) {
     const uint32_t limit = pool.config().client_connections;
     if (limit != 0) {
@@ -326,6 +369,8 @@ class StatsViews::Fetch final : public RequestOwner {
   PoolRuntime* pool_ = nullptr;
   uint64_t session_id_ = 0;
   const void* topology_ = nullptr;  // the snapshot the answers are for
+  // A routed listener's: its serving pools' snapshots the answers are for (empty otherwise).
+  std::vector<const void*> pools_snapshot_;
   bool have_ = false;
   uint64_t fetched_ns_ = 0;
   std::vector<std::optional<std::string>> answers_;

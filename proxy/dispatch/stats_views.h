@@ -1,5 +1,7 @@
 // memcached's stats views and `version`, for a pool: asked of every server of the pool over the
-// worker's backend connections, merged (protocol/stats_merge.h) and kept for a second.
+// worker's backend connections, merged (protocol/stats_merge.h) and kept for a second. For a
+// routed listener: asked of every server of the pools its routes serve from, each memcached once
+// (serving_pools.h), merged the same way.
 //
 // One fetch per pool and view at a time: a client request for a view whose answers are under a
 // second old is answered from them at once; otherwise it waits for the fetch in flight, or starts
@@ -46,7 +48,8 @@ class StatsViews {
   const stats::StatsRenderer& renderer() const { return renderer_; }
 
   // Answers `r`, a request of `src` already in its FIFO and drained from its input: `stats
-  // <args>` for a view memcached has, or `version` (view Version, args empty).
+  // <args>` for a view memcached has, or `version` (view Version, args empty). `pool` is the
+  // client's pool: a routed listener for its routes' pools.
   void answer(RequestSource& src, PoolRuntime& pool, PendingRequest* r, protocol::StatsView view,
               std::string_view args);
 

@@ -9,6 +9,7 @@ Answers are counted from dnsmasq's query log: each resolution is one A and one A
 tests' own checks of what dnsmasq answers ask A only, so AAAA lines count mcring's answers.
 """
 
+import json
 import os
 import re
 import shutil
@@ -20,8 +21,8 @@ import time
 import unittest
 
 from harness import (HOST, IntegrationCase, Mcring, Memcached, free_port, make_tmpdir,
-                     parse_reloads, proxy_stats, remove_tmpdir, requires_proxy, set_many_raw,
-                     spawn, stop_process, MCRING_BIN)
+                     parse_reloads, proxy_stats, remove_tmpdir, requires_proxy, run_mcring,
+                     set_many_raw, spawn, stop_process, MCRING_BIN)
 
 DNSMASQ = shutil.which("dnsmasq") or "/usr/sbin/dnsmasq"
 NAME = "mc.mcring.test"
@@ -428,6 +429,72 @@ class DiscoveryCase(IntegrationCase):
         self.assertIn("servers_dns nope.mcring.test:%d: no good answer yet (last: no such name "
                       "(NXDOMAIN))" % self.mc_port, out)
         self.assertIn("needs its first DNS answer to start", out)
+
+    def test_route_and_plan_resolve_a_discovered_pool(self):
+        """`mcring route` and `mcring plan` resolve a discovered pool's name once, as the proxy
+        does at start: route's answers are where the proxy put the keys, plan compares the
+        name's servers with a listed set; a name that does not resolve is an error naming the
+        pool and what to do."""
+        self.start(ADDRS[:3])
+        for b in self.backends.values():
+            b.flush()
+        keys = self.KEYS[:60]
+        with self.conn(self.mc.port) as c:
+            set_many_raw(c, [(k.encode(), b"v") for k in keys])
+        held = {}
+        for a, b in self.backends.items():
+            for k in b.get_many(keys):
+                held[k.decode()] = "%s:%d" % (a, self.mc_port)
+        r = run_mcring(["route", "-c", self.mc.config_path, "--pool", "alpha"] + keys)
+        self.assertEqual(r.returncode, 0, r.stderr.decode(errors="replace"))
+        said = dict(line.split("\t")[:2] for line in r.stdout.decode().splitlines())
+        agree = sum(1 for k in keys if said.get(k) == held.get(k))
+        print("\n  mcring route over servers_dns (3 addresses): %d of %d keys where the proxy "
+              "put them" % (agree, len(keys)))
+        self.assertEqual(agree, len(keys), (said, held))
+        # plan: the discovered pool against the same pool with a fourth server listed.
+        with open(self.mc.config_path) as f:
+            old = f.read()
+        listed = re.sub(r"  servers_dns: .*\n",
+                        "  servers: [%s]\n" % ", ".join("%s:%d:1" % (a, self.mc_port)
+                                                        for a in ADDRS), old)
+        listed = re.sub(r"  dns_[a-z_]+: .*\n", "", listed)
+        new_path = os.path.join(self.tmp, "listed.yml")
+        with open(new_path, "w") as f:
+            f.write(listed)
+        r = run_mcring(["plan", "--json", self.mc.config_path, new_path])
+        self.assertEqual(r.returncode, 0, r.stderr.decode(errors="replace"))
+        plan = json.loads(r.stdout)["pools"][0]
+        print("  mcring plan, servers_dns (3) -> 4 listed: moved %.3f, before %s" %
+              (plan["plan"]["moved"], plan["before"]["servers"]))
+        self.assertEqual(len(plan["before"]["servers"]), 3)
+        self.assertGreater(plan["plan"]["moved"], 0.1)
+        self.assertLess(plan["plan"]["moved"], 0.4)
+        # A routed listener over the discovered pool.
+        routed = old.replace("alpha:\n  listen: %s:%d\n" % (HOST, self.mc.port), "alpha:\n")
+        routed += ("front:\n  listen: %s:%d\n  routes:\n    - prefix: 'dns:'\n      pool: alpha\n"
+                   % (HOST, free_port()))
+        routed_path = os.path.join(self.tmp, "routed.yml")
+        with open(routed_path, "w") as f:
+            f.write(routed)
+        r = run_mcring(["route", "-c", routed_path, "--pool", "front", keys[0]])
+        self.assertEqual(r.returncode, 0, r.stderr.decode(errors="replace"))
+        print("  mcring route through a route:", r.stdout.decode().strip())
+        self.assertEqual(r.stdout.decode().split("\t"),
+                         [keys[0], "dns:", "alpha", held[keys[0]] + "\n"])
+        # A name that does not resolve.
+        nx_path = os.path.join(self.tmp, "nx.yml")
+        with open(nx_path, "w") as f:
+            f.write(old.replace("servers_dns: %s:" % NAME, "servers_dns: nope.mcring.test:"))
+        r = run_mcring(["route", "-c", nx_path, "--pool", "alpha", keys[0]])
+        err = r.stderr.decode(errors="replace")
+        print("  mcring route, NXDOMAIN: exit %d:\n    %s" % (r.returncode, "\n    ".join(
+            line for line in err.splitlines() if line.startswith("mcring route"))))
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stdout, b"")
+        self.assertIn("pool 'alpha': servers_dns nope.mcring.test:%d: no good answer yet (last: "
+                      "no such name (NXDOMAIN))" % self.mc_port, err)
+        self.assertIn("run this where that name resolves", err)
 
 
 if __name__ == "__main__":

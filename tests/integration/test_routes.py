@@ -25,6 +25,7 @@ import signal
 import threading
 import time
 import unittest
+import urllib.parse
 
 from binary_wire import (GAT, INCR, SET, BinaryConn, arith_extras, store_extras,
                          touch_extras)
@@ -97,11 +98,15 @@ class RoutesCase(IntegrationCase):
     """start(): memcached per pool, then an mcring whose front routes to them."""
 
     def start(self, pools, routes, front_extra=None, pool_extra=None):
-        """pools: {name: number of servers}; routes: YAML lines of the front's routes list."""
+        """pools: {name: number of servers, or a list of started Memcached (two pools may
+        share one)}; routes: YAML lines of the front's routes list."""
         self.tmp = make_tmpdir("mcring-routes-")
         self.addCleanup(remove_tmpdir, self.tmp)
         self.pools = {}
         for name, n in pools.items():
+            if not isinstance(n, int):
+                self.pools[name] = list(n)
+                continue
             self.pools[name] = []
             for _ in range(n):
                 b = Memcached()
@@ -156,7 +161,11 @@ class RoutesCase(IntegrationCase):
         return "?"
 
     def all_backends(self):
-        return [b for bs in self.pools.values() for b in bs]
+        """Every memcached of the pools, once (two pools may share one)."""
+        out = []
+        for bs in self.pools.values():
+            out += [b for b in bs if b not in out]
+        return out
 
     def holders(self, keys):
         """{key: [backends holding it]} asked of every memcached directly."""
@@ -570,18 +579,29 @@ class ShadowTest(RoutesCase):
         for b in self.pools["sessions_v2"]:
             self.assertEqual(b.get_many(other_keys), {})
 
-    def agreement_after_reads(self, c, keys, mg=False):
-        """Reads every key once (one-key reads), waits for all to be compared; returns
-        (compared, agreed) of this round."""
+    def agreement_after_reads(self, c, keys, mg=False, multi=None):
+        """Reads every key once (one-key reads, or multi-gets of `multi` keys, each with one
+        key of another route added), waits for all to be compared; returns (compared, agreed)
+        of this round."""
         before = self.route_stats()["sess:"]
         for i in range(0, len(keys), 50):
             chunk = keys[i:i + 50]
-            if mg:
+            if multi:
+                gets = [b"get " + b" ".join(chunk[j:j + multi] + [b"other:%d" % j]) + b"\r\n"
+                        for j in range(0, len(chunk), multi)]
+                c.send(b"".join(gets))
+                rs = c.read_replies(len(gets), 10)
+                self.assertEqual(len(rs), len(gets))
+                # every sess: key is on the primary pool; the other route's keys are not
+                self.assertEqual(sum(r.count(b"VALUE ") for r in rs), len(chunk))
+            elif mg:
                 c.send(b"".join(b"mg " + k + b" v\r\n" for k in chunk))
+                rs = c.read_replies(len(chunk), 10)
             else:
                 c.send(b"".join(b"get " + k + b"\r\n" for k in chunk))
-            rs = c.read_replies(len(chunk), 10)
-            self.assertEqual(len(rs), len(chunk))
+                rs = c.read_replies(len(chunk), 10)
+            if not multi:
+                self.assertEqual(len(rs), len(chunk))
             for r in rs:
                 self.assertFalse(r.startswith((b"SERVER_ERROR", b"CLIENT_ERROR", b"ERROR")), r)
         want = int(before["shadow_compared"]) + len(keys)
@@ -644,6 +664,39 @@ class ShadowTest(RoutesCase):
         self.assertEqual(route["counters"]["shadow_agreed"], agreed)
         self.assertAlmostEqual(float(m.group(1)), agreed / total, places=4)
         self.assertAlmostEqual(float(st["shadow_agreement"]), agreed / total, places=3)
+
+    def test_shadow_agreement_of_multigets_by_hit_or_miss(self):
+        """Multi-gets (10 sess: keys and one key of another route each) are compared key by
+        key, by hit or miss: a stale value on the shadow still agrees there, unlike a one-key
+        read's comparison, which also compares the value's digest."""
+        self.start({"sessions": 1, "sessions_v2": 2, "other": 1}, SHADOW_ROUTES)
+        keys = spread_keys("sess:", 200)
+        with self.pools["sessions"][0].conn() as d:
+            set_many_raw(d, [(k, b"v-" + k) for k in keys])
+        c = self.conn(self.port, timeout=10)
+        print()
+        compared, agreed = self.agreement_after_reads(c, keys, multi=10)
+        print("cold shadow, 10-key gets: compared %d agreed %d" % (compared, agreed))
+        self.assertEqual(compared, len(keys))
+        self.assertLessEqual(agreed, 4)
+        half = keys[:100]
+        set_many_raw(c, [(k, b"v-" + k) for k in half])
+        self.assertTrue(wait_until(lambda: self.shadow_has(half)))
+        for k in half[:25]:  # stale on the shadow: still a hit there
+            for b in self.pools["sessions_v2"]:
+                if b.get(k) is not None:
+                    with b.conn() as d:
+                        self.assertEqual(d.request(set_cmd(k, b"stale")), b"STORED\r\n")
+        compared, agreed = self.agreement_after_reads(c, keys, multi=10)
+        print("half warm (25 stale), 10-key gets: compared %d agreed %d" % (compared, agreed))
+        self.assertEqual(compared, len(keys))
+        self.assertAlmostEqual(agreed / compared, 100 / 200, delta=0.02)
+        set_many_raw(c, [(k, b"v-" + k) for k in keys])
+        self.assertTrue(wait_until(lambda: self.shadow_has(keys)))
+        compared, agreed = self.agreement_after_reads(c, keys, multi=10)
+        print("warm shadow, 10-key gets: compared %d agreed %d" % (compared, agreed))
+        self.assertEqual(agreed, compared)
+        self.assertEqual(int(self.route_stats()["default"]["shadow_compared"]), 0)
 
     def test_frozen_shadow_pool_costs_clients_nothing(self):
         """The same load at once on two routes to the same primary pool, one shadowed ("sess:")
@@ -942,8 +995,8 @@ class KeylessTest(RoutesCase):
 
     def test_flush_all_and_keyless_views(self):
         """flush_all is refused as on any listener without allow_flush_all; with it (by
-        reload), it reaches every pool of the routes. Keyless views come from the default
-        route's pool."""
+        reload), it reaches every pool of the routes. Keyless views are merged over every
+        pool of the routes (KeylessViewsTest)."""
         self.start(STANDARD_POOLS, STANDARD_ROUTES)
         keys = spread_keys("sess:", 20) + spread_keys("user:", 20) + spread_keys("o", 20)
         c = self.conn(self.port)
@@ -953,7 +1006,7 @@ class KeylessTest(RoutesCase):
         in_default = sum(int(b.stats()["curr_items"]) for b in self.pools["other"])
         print("\nstats items through the front: items:1:number %s; the default pool holds %d "
               "of %d" % (items.get("items:1:number"), in_default, len(keys)))
-        self.assertEqual(int(items["items:1:number"]), in_default)
+        self.assertEqual(int(items["items:1:number"]), len(keys))
         self.assertEqual(c.request(b"version\r\n")[:8], b"VERSION ")
         self.assertEqual(c.request(b"flush_all\r\n"), b"CLIENT_ERROR flush_all not allowed\r\n")
         self.assertEqual(sum(len(hs) for hs in self.holders(keys).values()), len(keys))
@@ -970,6 +1023,109 @@ class KeylessTest(RoutesCase):
         self.assertIn(b"has routes and no servers", body)
         status, body = admin_http(self.proxy.admin_port, "POST", "/whatif/other")
         self.assertNotIn(b"has routes", body)  # a pool it routes to is planned as any pool
+
+
+def server_view(backend, args):
+    with backend.conn() as c:
+        return parse_stats(c.request(b"stats%s\r\n" % ((b" " + args) if args else b"")))
+
+
+class KeylessViewsTest(RoutesCase):
+
+    def test_stats_views_merge_every_serving_pool_each_server_once(self):
+        """A routed listener's memcached views (`stats`, `stats items`, `stats slabs`) are merged
+        over the servers of every pool its routes serve from, each server once though two pools
+        name it; a shadow pool (which serves no client) is left out."""
+        servers = [Memcached() for _ in range(6)]
+        for s in servers:
+            self.addCleanup(s.stop)
+        s0, s1, s2, s3, s4, s5 = servers
+        self.start({"sessions": [s0, s1], "users": [s1, s2], "other": [s3, s4],
+                    "mirror": [s5]},
+                   ['prefix: "sess:"\n      pool: sessions\n'
+                    '      shadow: { pool: mirror, percent: 100, writes_only: true }',
+                    'prefix: "user:"\n      pool: users',
+                    'default: other'])
+        serving = [s0, s1, s2, s3, s4]
+        sess = spread_keys("sess:", 60)
+        c = self.conn(self.port)
+        # Sessions' values are large: their slab class holds nothing of the default pool's.
+        set_many_raw(c, [(k, b"s" * 3000) for k in sess])
+        set_many_raw(c, [(k, b"u" * 10) for k in spread_keys("user:", 40)])
+        set_many_raw(c, [(k, b"o" * 10) for k in spread_keys("o", 40)])
+        # The shadow copies are sent after the client's replies: await them on the mirror.
+        self.assertTrue(wait_until(lambda: int(s5.stats()["curr_items"]) == len(sess)),
+                        "the shadow pool did not get its copies")
+        direct = [s.stats() for s in serving]
+        want_curr = sum(int(d["curr_items"]) for d in direct)
+        want_total = sum(int(d["total_items"]) for d in direct)
+        want_items, want_chunks = {}, {}
+        for s in serving:
+            for name, v in server_view(s, b"items").items():
+                if name.endswith(":number"):
+                    want_items[name] = want_items.get(name, 0) + int(v)
+            for name, v in server_view(s, b"slabs").items():
+                if name.endswith(":used_chunks"):
+                    want_chunks[name] = want_chunks.get(name, 0) + int(v)
+        default_only = set()
+        for s in self.pools["other"]:
+            default_only |= {n for n in server_view(s, b"items") if n.endswith(":number")}
+        routed_only = sorted(set(want_items) - default_only)
+        got = parse_stats(c.request(b"stats\r\n"))
+        items = parse_stats(c.request(b"stats items\r\n"))
+        slabs = parse_stats(c.request(b"stats slabs\r\n"))
+        print("\nthrough the front: curr_items %s total_items %s; the 5 serving servers "
+              "directly: %d %d (the shared server counted once; the shadow pool's %s left out)"
+              % (got.get("curr_items"), got.get("total_items"), want_curr, want_total,
+                 s5.stats()["curr_items"]))
+        print("stats items through the front:", {n: items.get(n) for n in sorted(want_items)},
+              "directly:", want_items, "classes only outside the default pool:", routed_only)
+        self.assertEqual(want_curr, 140)  # each key on one serving server
+        self.assertEqual(int(got["curr_items"]), want_curr)
+        self.assertEqual(int(got["total_items"]), want_total)
+        self.assertTrue(routed_only, "the sessions' class is in the default pool too")
+        for name, n in want_items.items():
+            self.assertEqual(int(items.get(name, -1)), n, name)
+        for name, n in want_chunks.items():
+            self.assertEqual(int(slabs.get(name, -1)), n, name)
+        self.assertEqual(c.request(b"version\r\n")[:8], b"VERSION ")
+
+    def test_metadump_lists_every_serving_pool_and_a_frozen_pool_is_left_out(self):
+        """`lru_crawler metadump all` through the front lists the keys of every serving pool,
+        each once though two pools share a server; with a non-default pool's server frozen,
+        `stats` still answers (by its deadline) without it, and counts it as failed."""
+        servers = [Memcached() for _ in range(4)]
+        for s in servers:
+            self.addCleanup(s.stop)
+        s0, s1, s2, s3 = servers
+        self.start({"sessions": [s0, s1], "users": [s1, s2], "other": [s3]},
+                   ['prefix: "sess:"\n      pool: sessions', 'prefix: "user:"\n      pool: users',
+                    'default: other'], front_extra={"allow_dump": "true"},
+                   pool_extra={"users": {"timeout": 300}})
+        keys = spread_keys("sess:", 30) + spread_keys("user:", 30) + spread_keys("o", 30)
+        c = self.conn(self.port)
+        set_many_raw(c, [(k, b"v") for k in keys])
+        c.send(b"lru_crawler metadump all\r\n")
+        reply = c.recv_until(lambda b: b.endswith(b"END\r\n") or (
+            b.endswith(b"\r\n") and not b.startswith(b"key=")), timeout=DEADLINE_S)
+        self.assertTrue(reply.endswith(b"END\r\n"), reply[-200:])
+        dumped = [urllib.parse.unquote_to_bytes(ln[4:ln.index(b" ")])
+                  for ln in reply[:-5].split(b"\n")[:-1]]
+        print("\nmetadump through the front: %d keys (%d distinct) of %d set, over 4 servers "
+              "(one in two pools)" % (len(dumped), len(set(dumped)), len(keys)))
+        self.assertEqual(sorted(dumped), sorted(keys))
+        s2.pause()
+        self.addCleanup(s2.resume)
+        held = sum(int(s.stats()["curr_items"]) for s in (s0, s1, s3))
+        st = parse_stats(c.request(b"stats\r\n", timeout=DEADLINE_S))
+        print("with users' %s frozen: stats curr_items %s (the 3 others hold %d), servers "
+              "answered %s, failed %s" % (s2.addr, st.get("curr_items"), held,
+                                          st.get("mcring_stats_servers"),
+                                          st.get("mcring_stats_servers_failed")))
+        self.assertEqual(int(st["curr_items"]), held)
+        self.assertEqual(st["mcring_stats_servers"], "3")
+        self.assertEqual(st["mcring_stats_servers_failed"], "1")
+        self.assertTrue(c.alive())
 
 
 def value_reply(key, value, flags=0):
@@ -1038,6 +1194,58 @@ class FailoverTest(RoutesCase):
         self.assertEqual(c.request(b"get m:none\r\n"), b"END\r\n")  # both miss
         print("\nm: failovers counted:", self.counter("m:", "failovers"))
         self.assertEqual(self.counter("m:", "failovers"), 12)
+
+    def test_multiget_keys_fail_over_by_route(self):
+        """Multi-gets across routes with the primary pool killed, then the second frozen: each
+        f: key is served by its route's next pool, m: keys missing in the primary come from the
+        second (failover_on_miss), the default route's keys from the third pool; every reply
+        whole and in the client's key order."""
+        self.start({"primary": 1, "second": 1, "third": 1}, self.FAILOVER_ROUTES,
+                   pool_extra={"primary": {"timeout": 300}, "second": {"timeout": 300}})
+        primary, second, third = (self.pools[n][0] for n in ("primary", "second", "third"))
+        fkeys = spread_keys("f:", 40)
+        mkeys = spread_keys("m:", 40)
+        dkeys = spread_keys("d", 40)
+        with second.conn() as s2, third.conn() as t3, primary.conn() as p1:
+            set_many_raw(s2, [(k, b"s-" + k) for k in fkeys + mkeys])
+            set_many_raw(t3, [(k, b"t-" + k) for k in fkeys + dkeys])
+            set_many_raw(p1, [(k, b"p-" + k) for k in mkeys[:20]])
+        c = self.conn(self.port, timeout=10)
+
+        def multigets(want_of):
+            """10 gets of 12 keys (4 of each family, interleaved); returns the errors."""
+            errors = 0
+            for j in range(0, 40, 4):
+                ks = [k for t in zip(fkeys[j:j + 4], mkeys[j:j + 4], dkeys[j:j + 4]) for k in t]
+                want = b"".join(value_reply(k, want_of(k))[:-5] for k in ks
+                                if want_of(k) is not None) + b"END\r\n"
+                errors += c.request(b"get " + b" ".join(ks) + b"\r\n") != want
+            return errors
+
+        # Primary up: the m: keys it has come from it, the ones it misses from the second; f:
+        # keys miss there (no failover on a miss for f:).
+        def primary_up(k):
+            if k.startswith(b"m:"):
+                return b"p-" + k if k in mkeys[:20] else b"s-" + k
+            return b"t-" + k if k.startswith(b"d") else None
+        self.assertEqual(multigets(primary_up), 0)
+        primary.kill()
+        errors = multigets(lambda k: b"s-" + k if k.startswith((b"f:", b"m:")) else b"t-" + k)
+        print("\nprimary killed: %d of 10 multi-gets wrong; f: failovers %d, m: failovers %d"
+              % (errors, self.counter("f:", "failovers"), self.counter("m:", "failovers")))
+        self.assertEqual(errors, 0)
+        second.pause()
+        try:
+            t0 = time.monotonic()
+            errors = multigets(lambda k: b"t-" + k if not k.startswith(b"m:") else None)
+            print("second frozen: 10 multi-gets in %.2f s, %d wrong" % (time.monotonic() - t0,
+                                                                         errors))
+        finally:
+            second.resume()
+        # f: keys from the third pool; m: keys have no pool left after the second: misses
+        # (unavailable_reads: miss), the rest of each get served.
+        self.assertEqual(errors, 0)
+        self.assertEqual(self.counter("f:", "errors"), 0)
 
 
 if __name__ == "__main__":

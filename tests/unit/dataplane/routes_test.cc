@@ -120,6 +120,45 @@ TEST_CASE("failover: the last pool's answer stands when every pool fails") {
   CHECK(client.read(5, 3000) == "END\r\n");
 }
 
+TEST_CASE("failover of a multi-get: each key of a failed part goes on by its own route") {
+  FakeBackend a, b, c, d, e;
+  a.stopListening();
+  DataPlane dp(config("    - prefix: 'k:'\n      pool: a\n      failover: [b, c]\n"
+                      "    - prefix: 'm:'\n      pool: d\n      failover: [c]\n"
+                      "      failover_on_miss: true\n"
+                      "    - default: e\n"),
+               {&a, &b, &c, &d, &e}, "front");
+  auto client = dp.connect();
+  // a refuses: k:1 and k:2 go on to b once every part has answered; m:1 and m:2 are d's, z is
+  // e's (no failover). d misses m:2: on to c (failover_on_miss).
+  REQUIRE(client.send("get k:1 m:1 z k:2 m:2\r\n"));
+  CHECK(d.expect("get m:1 m:2\r\n") == "get m:1 m:2\r\n");
+  CHECK(e.expect("get z\r\n") == "get z\r\n");
+  REQUIRE(d.send(valueUnit("m:1", "M1") + "END\r\n"));
+  REQUIRE(e.send(valueUnit("z", "Z") + "END\r\n"));
+  CHECK(b.expect("get k:1 k:2\r\n") == "get k:1 k:2\r\n");
+  CHECK(c.expect("get m:2\r\n") == "get m:2\r\n");
+  REQUIRE(c.send(valueUnit("m:2", "M2") + "END\r\n"));
+  // b answers an error for its part: k:1 and k:2 go on to c.
+  REQUIRE(b.send("SERVER_ERROR busy\r\n"));
+  CHECK(c.expect("get k:1 k:2\r\n") == "get k:1 k:2\r\n");
+  REQUIRE(c.send(valueUnit("k:2", "K2") + "END\r\n"));
+  // In the client's key order; k:1 missed everywhere.
+  const std::string want = valueUnit("m:1", "M1") + valueUnit("z", "Z") + valueUnit("k:2", "K2") +
+                           valueUnit("m:2", "M2") + "END\r\n";
+  CHECK(client.read(want.size(), 3000) == want);
+  // Every pool of k:'s list refuses or fails: the last failure's keys are misses
+  // (unavailable_reads: miss, the default), the rest of the get served.
+  c.stopListening();
+  c.closeConnection();
+  b.closeConnection();
+  REQUIRE(client.send("get z k:3\r\n"));
+  CHECK(e.expect("get z\r\n") == "get z\r\n");
+  REQUIRE(e.send(valueUnit("z", "Z") + "END\r\n"));
+  const std::string got = client.read(valueUnit("z", "Z").size() + 5, 3000);
+  CHECK(got == valueUnit("z", "Z") + "END\r\n");
+}
+
 TEST_CASE("failover_on_miss: a miss asks the next pool; a hit does not") {
   FakeBackend a, b, c, d, e;
   DataPlane dp(config("    - prefix: 'k:'\n      pool: a\n      failover: [b]\n"
