@@ -14,8 +14,8 @@ install(TARGETS mcring RUNTIME DESTINATION bin COMPONENT programs)
 # Absolute destinations: these paths do not follow the install prefix (Debian layout). CPack's
 # DEB generator stages them under its own DESTDIR.
 install(FILES ${CMAKE_CURRENT_LIST_DIR}/mcring.yml DESTINATION /etc/mcring COMPONENT system)
-install(FILES ${CMAKE_CURRENT_LIST_DIR}/mcring.service DESTINATION /lib/systemd/system
-        COMPONENT system)
+install(FILES ${CMAKE_CURRENT_LIST_DIR}/mcring.service ${CMAKE_CURRENT_LIST_DIR}/mcring.socket
+        DESTINATION /lib/systemd/system COMPONENT system)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/configuration.md DESTINATION share/doc/mcring
         COMPONENT system OPTIONAL)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/config/examples/ DESTINATION share/doc/mcring/examples

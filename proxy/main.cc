@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -18,8 +19,11 @@
 #include "proxy/cli/route_command.h"
 #include "proxy/common/log.h"
 #include "proxy/common/written_file.h"
+#include "proxy/control/inherited_listeners.h"
 #include "proxy/control/proxy.h"
 #include "proxy/control/resolve_once.h"
+#include "proxy/control/systemd_notify.h"
+#include "proxy/control/upgrade.h"
 #include "proxy/net/event_loop.h"
 
 namespace {
@@ -60,7 +64,9 @@ void usage(FILE* out) {
                "  -h, --help              this help\n"
                "\n"
                "Signals: SIGHUP reloads the configuration; SIGTERM/SIGINT stop gracefully\n"
-               "(a second one exits at once).\n",
+               "(a second one exits at once); SIGUSR2 upgrades: the binary is started again,\n"
+               "takes over the listening sockets, and this process drains and exits.\n"
+               "Listening sockets passed by systemd (LISTEN_FDS) are used, not bound anew.\n",
                MCRING_VERSION, kDefaultConfig);
 }
 
@@ -105,6 +111,17 @@ int testConfig(const std::string& path) {
 // that; memory beyond it is still given back. An explicit MALLOC_TOP_PAD_ or GLIBC_TUNABLES
 // malloc setting wins.
 namespace {
+// The binary as this process was started from it, for SIGUSR2: /proc/self/exe resolved now (a
+// file renamed over that path later is what the upgrade runs), else argv[0].
+std::string executablePath(const char* argv0) {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n > 0) {
+    return std::string(buf, static_cast<size_t>(n));
+  }
+  return argv0;
+}
+
 void keepMallocTopPad() {
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   if (std::getenv("MALLOC_TOP_PAD_") == nullptr &&
@@ -228,12 +245,35 @@ int main(int argc, char** argv) {
     return 1;
   }
   signal(SIGPIPE, SIG_IGN);
+  // Until the proxy watches it (Proxy::start): a SIGUSR2 while starting must not end the process.
+  signal(SIGUSR2, SIG_IGN);
   keepMallocTopPad();
   mcring::net::initThreading();
 
+  options.exec_path = executablePath(argv[0]);
+  options.exec_args.assign(argv, argv + argc);
+  // Listening sockets from systemd, and from the process this one upgrades (SIGUSR2 there).
+  mcring::core::InheritedListeners inherited;
+  inherited.addFromSystemd();
+  std::unique_ptr<mcring::core::UpgradeChannel> upgrade =
+      mcring::core::UpgradeChannel::fromEnvironment(&inherited, &error);
+  if (!upgrade && !error.empty()) {
+    MCRING_LOG(Error, "%s", error.c_str());
+    return 1;
+  }
+  if (upgrade) {
+    MCRING_LOG(Notice, "upgrade: pid %d takes over from pid %d", static_cast<int>(getpid()),
+               static_cast<int>(getppid()));
+  }
+
   mcring::core::Proxy proxy(options);
+  proxy.inherit(std::move(inherited));
   if (!proxy.start()) {
+    std::string why = mcring::common::logLastError();  // the first reason, before the summary
     MCRING_LOG(Error, "mcring could not start");
+    if (upgrade) {
+      upgrade->failed(why.empty() ? "see its log" : why);
+    }
     pid.remove(/*started=*/false);
     return 1;
   }
@@ -241,7 +281,17 @@ int main(int argc, char** argv) {
   if (!pid_file.empty() && !pid.write(getpid(), &error)) {
     MCRING_LOG(Error, "%s", error.c_str());
   }
+  // systemd (Type=notify): this process is the service's main one now, before the process it
+  // upgrades exits.
+  mcring::core::notifySystemd("READY=1\nMAINPID=" + std::to_string(getpid()));
+  if (upgrade) {
+    upgrade->ready();  // the old process stops accepting now
+    upgrade.reset();
+  }
   int rc = proxy.run();
-  pid.remove(/*started=*/true);
+  // After a hand-over the pid file names the new process: it is not ours to remove.
+  if (!proxy.handedOver()) {
+    pid.remove(/*started=*/true);
+  }
   return rc;
 }

@@ -42,6 +42,21 @@ if [ "$rc" -ne 0 ] || [ -n "$out" ]; then
 fi
 echo "ok: no errors, no warnings"
 
+# The socket unit shipped next to the service (it activates that service).
+socket_unit=$(dirname "$unit")/mcring.socket
+if [ -f "$socket_unit" ]; then
+  cp "$socket_unit" "$work/mcring.socket"
+  echo "== systemd-analyze verify --man=no mcring.socket"
+  rc=0
+  out=$(systemd-analyze verify --man=no "$work/mcring.socket" 2>&1) || rc=$?
+  if [ "$rc" -ne 0 ] || [ -n "$out" ]; then
+    echo "$out"
+    echo "FAIL: systemd-analyze verify mcring.socket (exit $rc, output above)"
+    exit 1
+  fi
+  echo "ok: mcring.socket: no errors, no warnings"
+fi
+
 echo "== systemd-analyze security --offline=yes --threshold=30"
 if systemd-analyze security --help 2>/dev/null | grep -q -- '--offline'; then
   rc=0

@@ -20,7 +20,7 @@ bool AdminEndpoint::configure(AdminAccessOptions access, std::string* error) {
 }
 
 bool AdminEndpoint::open(net::EventLoop& loop, const std::string& address, uint16_t port,
-                         std::string* error) {
+                         std::string* error, int inherited_fd) {
   net::HttpLimits limits;
   limits.max_connections = kMaxConnections;
   limits.request_timeout_ms = kRequestTimeoutMs;
@@ -31,7 +31,7 @@ bool AdminEndpoint::open(net::EventLoop& loop, const std::string& address, uint1
   events.accept_error = [this](int) { counters_.countAcceptError(); };
   server_ = net::HttpServer::open(
       loop, address, port, [this](const net::HttpRequest& request) { return handle(request); },
-      error, limits, std::move(events));
+      error, limits, std::move(events), inherited_fd);
   return server_ != nullptr;
 }
 

@@ -43,7 +43,18 @@ class AdminEndpoint {
       : proxy_(proxy), counters_(counters), traffic_(counters) {}
   // Reads the token and checks the address rule (AdminAccess::init); before open().
   bool configure(AdminAccessOptions access, std::string* error);
-  bool open(net::EventLoop& loop, const std::string& address, uint16_t port, std::string* error);
+  // inherited_fd: a listening socket bound to address:port that an upgrade handed over (-1:
+  // bind it).
+  bool open(net::EventLoop& loop, const std::string& address, uint16_t port, std::string* error,
+            int inherited_fd = -1);
+  // The listening socket, for an upgrade's hand-over (-1: none).
+  int listenFd() const { return server_ ? server_->listenFd() : -1; }
+  // After a hand-over: the new process accepts; requests already read are answered.
+  void stopAccepting() {
+    if (server_) {
+      server_->stopAccepting();
+    }
+  }
 
  private:
   net::HttpResponse handle(const net::HttpRequest& request);

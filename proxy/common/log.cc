@@ -21,6 +21,7 @@ namespace {
 
 std::atomic<int> g_verbosity{static_cast<int>(LogLevel::Notice)};
 std::mutex g_mutex;
+std::string g_last_error;  // guarded by g_mutex
 FILE* g_out = nullptr;
 std::string g_path;
 
@@ -98,6 +99,9 @@ void writeLineLocked(LogLevel level, const char* fmt, va_list ap) {
   } else {
     message.assign(small, n > 0 ? static_cast<size_t>(n) : 0);
   }
+  if (level == LogLevel::Error) {
+    g_last_error = message;
+  }
   timeval tv;
   gettimeofday(&tv, nullptr);
   tm t;
@@ -157,6 +161,11 @@ void reportSuppressedLocked(const std::string& cls, LimitState& st) {
 }
 
 }  // namespace
+
+std::string logLastError() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_last_error;
+}
 
 void logWrite(LogLevel level, const char* fmt, ...) {
   std::lock_guard<std::mutex> lock(g_mutex);

@@ -16,6 +16,9 @@ bool logEnabled(LogLevel level);
 void logWrite(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 // Reopens the log file (after rotation); keeps the open one if the path cannot be opened.
 void logReopen();
+// The message of the last Error line written ("" if none): what an upgrade's new process tells
+// the old one when it cannot start (control/upgrade.h).
+std::string logLastError();
 
 // Lines that a fault can repeat without end (accept failures, libevent's own messages) go through
 // a rate limit, so that a flood of one kind cannot fill the disk or bury every other line: at

@@ -155,9 +155,18 @@ bool Proxy::start() {
   signals_.push_back(std::make_unique<net::SignalWatcher>(loop_, SIGINT, [this] { shutdown(); }));
   signals_.push_back(
       std::make_unique<net::SignalWatcher>(loop_, SIGHUP, [this] { reload("signal"); }));
+  signals_.push_back(std::make_unique<net::SignalWatcher>(loop_, SIGUSR2, [this] { upgrade(); }));
   if (admin_) {
     std::string error;
-    if (!admin_->open(loop_, options_.admin_address, options_.admin_port, &error)) {
+    int admin_fd = -1;
+    if (!inherited_.empty()) {
+      std::string ignored;
+      if (auto address = common::SocketAddress::resolve(options_.admin_address, options_.admin_port,
+                                                        &ignored)) {
+        admin_fd = inherited_.take(*address).fd;
+      }
+    }
+    if (!admin_->open(loop_, options_.admin_address, options_.admin_port, &error, admin_fd)) {
       admin_.reset();
       if (options_.admin_port_explicit) {
         MCRING_LOG(Error, "admin endpoint: %s", error.c_str());
@@ -204,6 +213,7 @@ bool Proxy::start() {
                std::string(routing::distributionName(pool->config.routing.distribution)).c_str(),
                std::string(routing::hashFunctionName(pool->config.routing.hash)).c_str());
   }
+  inherited_.closeUnused();
   MCRING_LOG(Notice, "mcring started: %d worker thread(s), config %s", threads,
              options_.config_path.c_str());
   return true;
@@ -243,10 +253,23 @@ bool Proxy::syncListeners(const config::Topology& topology) {
       continue;
     }
     std::string error;
-    auto listener = net::Listener::open(
-        loop_, *w.address, pool->config.backlog, pool->config.reuseport, w.unix_mode,
-        [this, pool_name = w.pool, tls = w.tls_listener](int fd) { onAccept(pool_name, fd, tls); },
-        &error);
+    net::Listener::AcceptFn accept = [this, pool_name = w.pool, tls = w.tls_listener](int fd) {
+      onAccept(pool_name, fd, tls);
+    };
+    std::unique_ptr<net::Listener> listener;
+    if (InheritedListeners::Taken inherited = inherited_.take(*w.address); inherited.fd >= 0) {
+      listener = net::Listener::adopt(loop_, inherited.fd, *w.address,
+                                      inherited.origin == InheritedListeners::Origin::Upgrade,
+                                      std::move(accept), &error);
+      if (listener) {
+        MCRING_LOG(Notice, "pool '%s': listening on %s inherited from %s (fd %d)", w.pool.c_str(),
+                   address.c_str(), originName(inherited.origin), inherited.fd);
+      }
+    } else {
+      listener =
+          net::Listener::open(loop_, *w.address, pool->config.backlog, pool->config.reuseport,
+                              w.unix_mode, std::move(accept), &error);
+    }
     if (listener) {
       listener->setAcceptErrorHandler([this](int) { reporter_.countAcceptError(); });
     }
@@ -637,14 +660,74 @@ void Proxy::shutdown() {
     MCRING_LOG(Warn, "second signal: exiting now");
     _exit(0);
   }
+  MCRING_LOG(Notice, "shutting down: no new connections, finishing in-flight requests");
+  drain(/*handover=*/false);
+}
+
+void Proxy::upgrade() {
+  if (stopping_) {
+    MCRING_LOG(Warn, "upgrade: SIGUSR2 ignored, this process is stopping");
+    return;
+  }
+  if (upgrade_ && upgrade_->inProgress()) {
+    MCRING_LOG(Warn, "upgrade: SIGUSR2 ignored, an upgrade is in progress (new process %d)",
+               static_cast<int>(upgrade_->pid()));
+    return;
+  }
+  std::vector<int> fds;
+  for (const auto& [name, entry] : listeners_) {
+    fds.push_back(entry.listener->fd());
+  }
+  if (admin_ && admin_->listenFd() >= 0) {
+    fds.push_back(admin_->listenFd());
+  }
+  upgrade_ = std::make_unique<Upgrade>(loop_, [this](bool ready, const std::string& why) {
+    if (!ready) {
+      MCRING_LOG(Error, "upgrade failed: %s; pid %d keeps serving", why.c_str(),
+                 static_cast<int>(::getpid()));
+      return;
+    }
+    MCRING_LOG(Notice,
+               "upgrade: new process %d is ready; pid %d stops accepting, finishes the requests "
+               "in flight and exits (within %u ms)",
+               static_cast<int>(upgrade_->pid()), static_cast<int>(::getpid()),
+               options_.shutdown_grace_ms);
+    handOver();
+  });
+  std::string error;
+  if (!upgrade_->start(options_.exec_path, options_.exec_args, fds, kUpgradeReadyTimeoutMs,
+                       &error)) {
+    upgrade_.reset();
+    MCRING_LOG(Error, "upgrade failed: %s; pid %d keeps serving", error.c_str(),
+               static_cast<int>(::getpid()));
+    return;
+  }
+  MCRING_LOG(Notice, "upgrade: started %s as pid %d with %zu listening socket(s)",
+             options_.exec_path.c_str(), static_cast<int>(upgrade_->pid()), fds.size());
+}
+
+void Proxy::handOver() {
+  handed_over_ = true;  // the pid file is the new process's
+  if (stopping_) {
+    return;  // SIGTERM came first: the new process serves, this one is already draining
+  }
+  for (auto& [name, entry] : listeners_) {
+    entry.listener->handOver();  // a unix socket's file is the new process's now
+  }
+  if (admin_) {
+    admin_->stopAccepting();
+  }
+  drain(/*handover=*/true);
+}
+
+void Proxy::drain(bool handover) {
   stopping_ = true;
   ejected_.clear();
   watch_event_.reset();
   debounce_.reset();
-  MCRING_LOG(Notice, "shutting down: no new connections, finishing in-flight requests");
   listeners_.clear();
   for (auto& w : workers_) {
-    w->postShutdown(options_.shutdown_grace_ms);
+    w->postShutdown(options_.shutdown_grace_ms, handover);
   }
   // Workers stop their loops when drained (or at the end of the grace period).
   exit_timer_ = std::make_unique<net::Timer>(loop_, [this] {

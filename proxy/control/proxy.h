@@ -24,6 +24,8 @@
 #include "proxy/backend/health_probe.h"
 #include "proxy/backend/pool_security.h"
 #include "proxy/control/discovery.h"
+#include "proxy/control/inherited_listeners.h"
+#include "proxy/control/upgrade.h"
 #include "proxy/control/worker.h"
 #include "proxy/net/event_loop.h"
 #include "proxy/net/tcp_connection.h"
@@ -47,7 +49,15 @@ struct ProxyOptions {
   // Further Host names mutating admin requests may use ("name" or "name:port").
   std::vector<std::string> admin_allowed_hosts;
   uint32_t backend_stats_interval_s = 10;  // how often backends' own `stats` are read; 0: never
+  // What SIGUSR2 executes: the binary's path as resolved at start (a file replaced at that path
+  // since is what runs) and the command line, argv[0] included.
+  std::string exec_path;
+  std::vector<std::string> exec_args;
 };
+
+// How long an upgrade waits for the new process to report ready (it may wait up to 10 s for a
+// discovered pool's first DNS answer) before telling it to stop and serving on.
+inline constexpr uint32_t kUpgradeReadyTimeoutMs = 30000;
 
 // Worker threads when --threads is not given.
 int defaultWorkerThreads();
@@ -57,8 +67,13 @@ class Proxy final : public AdminSource {
   explicit Proxy(ProxyOptions options);
   ~Proxy();
 
+  // Listening sockets to adopt instead of binding (before start()): an upgrade's hand-over or
+  // systemd's. The ones start() does not use are closed.
+  void inherit(InheritedListeners sockets) { inherited_ = std::move(sockets); }
   // Loads the config and opens every listener; false (errors logged) if it cannot start.
   bool start();
+  // A new process took over the listeners (SIGUSR2): the pid file is its now.
+  bool handedOver() const { return handed_over_; }
   // Runs until SIGTERM/SIGINT and the drain that follows. Returns the exit code.
   int run();
 
@@ -97,6 +112,11 @@ class Proxy final : public AdminSource {
   // when the current config says listen_tls).
   void onAccept(const std::string& pool, int fd, bool tls_listener);
   void shutdown();
+  // SIGUSR2: starts the new process (upgrade.h); handOver() once it is ready.
+  void upgrade();
+  void handOver();
+  // No new connections; workers finish (handover: close sessions at request boundaries).
+  void drain(bool handover);
   // The certificate, key and credentials files of config_, for the file watcher.
   void watchReferencedFiles();
 
@@ -142,6 +162,9 @@ class Proxy final : public AdminSource {
   uint64_t generation_ = 0;
   size_t next_worker_ = 0;
   bool stopping_ = false;
+  bool handed_over_ = false;
+  InheritedListeners inherited_;
+  std::unique_ptr<Upgrade> upgrade_;  // the last one started (kept until the next, or exit)
   std::vector<std::unique_ptr<net::SignalWatcher>> signals_;
   std::unique_ptr<net::Timer> exit_timer_;
   std::unique_ptr<net::Timer> log_flush_;  // reports rate-limited log lines once a second

@@ -111,9 +111,10 @@ void Worker::postSpread(std::string pool, std::shared_ptr<const SpreadSet> set) 
   });
 }
 
-void Worker::postShutdown(uint32_t grace_ms) {
-  loop_->post([this, grace_ms] {
+void Worker::postShutdown(uint32_t grace_ms, bool handover) {
+  loop_->post([this, grace_ms, handover] {
     shutting_down_ = true;
+    handing_over_ = handover;
     idle_sweep_->stop();
     idle_sweep_ms_ = 0;
     grace_timer_ = std::make_unique<net::Timer>(*loop_, [this] {
@@ -124,7 +125,23 @@ void Worker::postShutdown(uint32_t grace_ms) {
     grace_timer_->start(grace_ms);
     std::vector<ClientSession*> open(sessions_.begin(), sessions_.end());
     for (ClientSession* s : open) {
-      s->beginDrain();
+      if (handover) {
+        s->beginHandover();
+      } else {
+        s->beginDrain();
+      }
+    }
+    if (handover) {
+      // Sessions close themselves when their replies are written (onWritable); this catches
+      // the ones that reached a boundary another way (a partial request the client completed
+      // and that needed no reply, a reply written before the hand-over began).
+      handover_sweep_ = std::make_unique<net::Timer>(*loop_, [this] {
+        std::vector<ClientSession*> current(sessions_.begin(), sessions_.end());
+        for (ClientSession* s : current) {
+          s->closeIfHandedOver();
+        }
+      });
+      handover_sweep_->start(20, /*periodic=*/true);
     }
     checkShutdownDone();
   });
@@ -140,7 +157,8 @@ void Worker::acceptClient(int fd, const std::string& pool_name,
                           std::shared_ptr<std::atomic<uint32_t>> open_count,
                           std::shared_ptr<const net::TlsContext> tls) {
   auto it = pools_.find(pool_name);
-  if (shutting_down_ || it == pools_.end() || it->second->removed) {
+  // Accepted just before an upgrade's hand-over: served like the others, closed at a boundary.
+  if ((shutting_down_ && !handing_over_) || it == pools_.end() || it->second->removed) {
     ::close(fd);
     open_count->fetch_sub(1, std::memory_order_relaxed);
     return;
@@ -154,6 +172,9 @@ void Worker::acceptClient(int fd, const std::string& pool_name,
   sessions_.insert(session);
   stats::bump(counters_.total_connections);
   stats::bump(counters_.curr_connections);
+  if (handing_over_) {
+    session->beginHandover();
+  }
 }
 
 void Worker::retire(ClientSession* session) {

@@ -53,8 +53,9 @@ class Worker final : public SessionContext {
   // (backend/hot_spread.h); the worker applies the set and acknowledges it.
   void postSpread(std::string pool, std::shared_ptr<const SpreadSet> set);
   // Stop reading new requests, finish in-flight ones, close; the loop ends when all sessions are
-  // gone or after grace_ms.
-  void postShutdown(uint32_t grace_ms);
+  // gone or after grace_ms. handover (an upgrade): keep reading whole requests and close each
+  // session at a request boundary instead (ClientSession::beginHandover).
+  void postShutdown(uint32_t grace_ms, bool handover = false);
   // counters() and backendStats(), const: WorkerContext's.
   // The loop has returned (after shutdown).
   bool finished() const { return finished_.load(std::memory_order_acquire); }
@@ -138,6 +139,8 @@ class Worker final : public SessionContext {
   uint64_t next_warmup_id_ = 1;
   uint64_t next_session_id_ = 0;
   bool shutting_down_ = false;
+  bool handing_over_ = false;
+  std::unique_ptr<net::Timer> handover_sweep_;  // closes sessions that reached a boundary
   ServerDownFn server_down_;
   std::atomic<bool> finished_{false};
 };

@@ -187,6 +187,9 @@ FdWatcher::FdWatcher(EventLoop& loop, int fd, std::function<void()> fn) : fn_(st
 FdWatcher::~FdWatcher() {
   event_free(ev_);
 }
+void FdWatcher::stop() {
+  event_del(ev_);
+}
 void FdWatcher::onReady(int, short, void* arg) {
   static_cast<FdWatcher*>(arg)->fn_();
 }

@@ -103,6 +103,8 @@ class FdWatcher {
   ~FdWatcher();
   FdWatcher(const FdWatcher&) = delete;
   FdWatcher& operator=(const FdWatcher&) = delete;
+  // No more calls (safe from inside fn; the descriptor may be closed afterwards).
+  void stop();
 
  private:
   static void onReady(int, short, void* arg);

@@ -11,6 +11,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -94,7 +95,8 @@ HttpServer::~HttpServer() {
 
 std::unique_ptr<HttpServer> HttpServer::open(EventLoop& loop, const std::string& address,
                                              uint16_t port, Handler handler, std::string* error,
-                                             HttpLimits limits, HttpServerEvents events) {
+                                             HttpLimits limits, HttpServerEvents events,
+                                             int inherited_fd) {
   std::unique_ptr<HttpServer> s(new HttpServer());
   s->handler_ = std::move(handler);
   s->limits_ = limits;
@@ -120,11 +122,23 @@ std::unique_ptr<HttpServer> HttpServer::open(EventLoop& loop, const std::string&
   if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  evhttp_bound_socket* bound = evhttp_bind_socket_with_handle(s->http_, host.c_str(), port);
+  evhttp_bound_socket* bound = nullptr;
+  if (inherited_fd >= 0) {
+    // Accepts run until EAGAIN: the socket must not block.
+    evutil_make_socket_nonblocking(inherited_fd);
+    evutil_make_socket_closeonexec(inherited_fd);
+    bound = evhttp_accept_socket_with_handle(s->http_, inherited_fd);
+    if (bound == nullptr) {
+      ::close(inherited_fd);
+    }
+  } else {
+    bound = evhttp_bind_socket_with_handle(s->http_, host.c_str(), port);
+  }
   if (bound == nullptr) {
     *error = "cannot listen on " + address + ":" + std::to_string(port);
     return nullptr;
   }
+  s->bound_ = bound;
   s->port_ = port;
   sockaddr_storage bound_addr{};
   socklen_t bound_len = sizeof(bound_addr);
@@ -144,13 +158,28 @@ std::unique_ptr<HttpServer> HttpServer::open(EventLoop& loop, const std::string&
   return s;
 }
 
+int HttpServer::listenFd() const {
+  return bound_ != nullptr ? evhttp_bound_socket_get_fd(bound_) : -1;
+}
+
+void HttpServer::stopAccepting() {
+  if (bound_ == nullptr) {
+    return;
+  }
+  backoff_.reset();  // it watches the listener freed below
+  evhttp_del_accept_socket(http_, bound_);
+  bound_ = nullptr;
+}
+
 // evhttp asks for a bufferevent for each accepted socket before it builds the connection around
 // it. We keep a reference so it cannot vanish before registerPending() looks at it (right after
 // this accept callback): its callback argument is then the connection, or null if evhttp already
 // gave up on it.
 bufferevent* HttpServer::onNewConnection(event_base* base, void* arg) {
   auto* self = static_cast<HttpServer*>(arg);
-  self->backoff_->accepted();
+  if (self->backoff_) {
+    self->backoff_->accepted();
+  }
   bufferevent* bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
   if (bev == nullptr) {
     return nullptr;

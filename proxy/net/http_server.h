@@ -22,6 +22,7 @@
 #include "proxy/net/event_loop.h"
 
 struct evhttp;
+struct evhttp_bound_socket;
 struct evhttp_request;
 struct evhttp_connection;
 struct bufferevent;
@@ -70,10 +71,16 @@ class HttpServer {
   using Handler = std::function<HttpResponse(const HttpRequest& request)>;
 
   ~HttpServer();
-  // Binds address:port; nullptr and *error on failure.
+  // Binds address:port, or serves inherited_fd (a listening socket bound to it, inherited from
+  // another process: an upgrade's hand-over) when it is not -1; nullptr and *error on failure.
   static std::unique_ptr<HttpServer> open(EventLoop& loop, const std::string& address,
                                           uint16_t port, Handler handler, std::string* error,
-                                          HttpLimits limits = {}, HttpServerEvents events = {});
+                                          HttpLimits limits = {}, HttpServerEvents events = {},
+                                          int inherited_fd = -1);
+  // The listening socket (-1 once stopAccepting() closed it).
+  int listenFd() const;
+  // Closes the listening socket; connections already accepted are served to their end.
+  void stopAccepting();
   // Connections open and tracked (for tests and diagnostics). Loop thread.
   size_t connections() const { return conns_.size(); }
   // The port bound (the one asked for, or the one the kernel chose for 0).
@@ -95,6 +102,7 @@ class HttpServer {
   void sweep();
 
   evhttp* http_ = nullptr;
+  evhttp_bound_socket* bound_ = nullptr;
   uint16_t port_ = 0;
   Handler handler_;
   HttpLimits limits_;

@@ -78,6 +78,17 @@ TcpConnection::~TcpConnection() {
   }
 }
 
+bool TcpConnection::hasUnreadInput() const {
+  if (fd_ < 0) {
+    return false;
+  }
+  if (ssl_ != nullptr && tlsBuffered()) {
+    return true;
+  }
+  int queued = 0;
+  return ::ioctl(fd_, FIONREAD, &queued) == 0 && queued > 0;
+}
+
 bool TcpConnection::peerFinished(uint64_t* unread) const {
   if (fd_ < 0) {
     return false;
@@ -865,6 +876,44 @@ std::unique_ptr<Listener> Listener::open(EventLoop& loop, const common::SocketAd
   l->backoff_ =
       std::make_unique<AcceptBackoff>(loop, l->listener_, "listener " + address.toString());
   return l;
+}
+
+std::unique_ptr<Listener> Listener::adopt(EventLoop& loop, int fd,
+                                          const common::SocketAddress& address, bool owns_file,
+                                          AcceptFn fn, std::string* error) {
+  std::unique_ptr<Listener> l(new Listener());
+  l->fn_ = std::move(fn);
+  // Accepts run until EAGAIN: a blocking socket (systemd passes them so) would stall the loop.
+  if (evutil_make_socket_nonblocking(fd) != 0 || evutil_make_socket_closeonexec(fd) != 0) {
+    *error =
+        "cannot use the inherited socket of " + address.toString() + ": " + std::strerror(errno);
+    ::close(fd);
+    return nullptr;
+  }
+  // Backlog 0: listen() is not called again; the socket keeps the queue it was opened with.
+  l->listener_ = evconnlistener_new(
+      loop.raw(),
+      [](evconnlistener*, evutil_socket_t client, sockaddr*, int, void* arg) {
+        auto* self = static_cast<Listener*>(arg);
+        self->backoff_->accepted();
+        self->fn_(client);
+      },
+      l.get(), LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
+  if (l->listener_ == nullptr) {
+    *error = "cannot use the inherited socket of " + address.toString();
+    ::close(fd);
+    return nullptr;
+  }
+  if (address.isUnix() && owns_file) {
+    l->unix_path_ = address.toString();
+  }
+  l->backoff_ = std::make_unique<AcceptBackoff>(loop, l->listener_,
+                                                "listener " + address.toString() + " (inherited)");
+  return l;
+}
+
+int Listener::fd() const {
+  return listener_ != nullptr ? evconnlistener_get_fd(listener_) : -1;
 }
 
 void Listener::setAcceptErrorHandler(std::function<void(int err)> fn) {

@@ -85,6 +85,9 @@ class TcpConnection {
   // reading), and *unread = bytes still in the socket's receive queue. False for a peer that is
   // still sending, or a socket that is not TCP.
   bool peerFinished(uint64_t* unread) const;
+  // Bytes of the peer's wait unread: in the socket's receive queue, or decrypted or buffered by
+  // TLS. Together with an empty input(), the connection is at a request boundary.
+  bool hasUnreadInput() const;
   bool isTls() const { return ssl_ != nullptr; }
   // Why the TLS layer failed (OpenSSL's reason), for the owner's log line; "" if it did not.
   const std::string& tlsError() const { return tls_error_; }
@@ -195,6 +198,16 @@ class Listener {
   static std::unique_ptr<Listener> open(EventLoop& loop, const common::SocketAddress& address,
                                         int backlog, bool reuseport, uint32_t unix_mode,
                                         AcceptFn fn, std::string* error);
+  // A listening socket inherited from another process (an upgrade's hand-over, or systemd's
+  // socket activation), already bound to `address` and listening; made non-blocking here.
+  // owns_file: a unix socket whose file this process removes when it closes the listener (an
+  // upgrade's; systemd's files are systemd's).
+  static std::unique_ptr<Listener> adopt(EventLoop& loop, int fd,
+                                         const common::SocketAddress& address, bool owns_file,
+                                         AcceptFn fn, std::string* error);
+  int fd() const;
+  // Another process serves this socket now: closing the listener leaves a unix socket's file.
+  void handOver() { unix_path_.clear(); }
   // Called with accept()'s errno for each failure (each one starts or lengthens a pause).
   void setAcceptErrorHandler(std::function<void(int err)> fn);
   void pause();

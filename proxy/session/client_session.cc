@@ -585,7 +585,7 @@ void ClientSession::flush() {
   }
   if ((read_eof_ || draining_) && fifo_.empty() && out.empty()) {
     close();
-  } else if ((read_eof_ || draining_) && fifo_.empty()) {
+  } else if ((read_eof_ || draining_ || handing_over_) && fifo_.empty()) {
     tcp_->setWriteLowWatermark(0);  // onWritable fires when everything is written
   }
 }
@@ -602,6 +602,11 @@ void ClientSession::onWritable() {
     close();
     return;
   }
+  // Every reply written: the moment to close a client that is handing over, before it sends
+  // more (it has not seen these replies yet).
+  if (closeIfHandedOver()) {
+    return;
+  }
   if (!reading_) {
     updateReading();
     if (reading_ && tcp_->input().size() > 0) {
@@ -616,6 +621,20 @@ void ClientSession::beginDrain() {
   if (fifo_.empty() && tcp_ && tcp_->output().empty()) {
     close();
   }
+}
+
+void ClientSession::beginHandover() {
+  handing_over_ = true;
+  closeIfHandedOver();
+}
+
+bool ClientSession::closeIfHandedOver() {
+  if (!handing_over_ || closed_ || in_process_ || !tcp_ || !fifo_.empty() ||
+      !tcp_->output().empty() || tcp_->input().size() > 0 || tcp_->hasUnreadInput()) {
+    return false;
+  }
+  close();
+  return true;
 }
 
 void ClientSession::onClosed(net::CloseReason reason, int error) {

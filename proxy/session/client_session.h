@@ -59,6 +59,12 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   void beginWatch() override;
   // Shutdown or pool removal: stop reading, finish what is in flight, then close.
   void beginDrain();
+  // An upgrade handed the listeners to a new process: keep serving this client, and close it at
+  // the first moment it has no request in flight, no reply unwritten and no byte of a further
+  // request received (never in the middle of a pipeline). The worker's grace period bounds it.
+  void beginHandover();
+  // Closes the session if it is handing over and at such a moment; true if it closed.
+  bool closeIfHandedOver();
   bool closed() const { return closed_; }
   // Most bytes this client ever had buffered (to decide whether to give memory back).
   uint64_t peakBuffered() const { return peak_buffered_; }
@@ -220,7 +226,8 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
   bool reading_ = true;
   bool read_eof_ = false;
   bool draining_ = false;
-  bool closing_ = false;  // a quit / fatal error reply is queued: read nothing more
+  bool handing_over_ = false;  // beginHandover
+  bool closing_ = false;       // a quit / fatal error reply is queued: read nothing more
   bool closed_ = false;
   bool in_process_ = false;
   bool authenticated_ = false;  // client_auth_file: this connection has authenticated

@@ -3,15 +3,16 @@ the ConfigMap into a new timestamped directory and swaps the `..data` symlink ov
 atomically (then removes the old directory). mcring must notice that by itself, with no signal,
 within a bounded time, and record it as `source=file` in `stats reloads`."""
 
+import glob
 import json
 import os
 import sys
 import time
 import unittest
 
-from harness import (ConfigDir, IntegrationCase, Memcached, Mcring, admin_http, make_tmpdir,
-                     parse_reloads, parse_stats, pool_yaml, remove_tmpdir, requires_proxy,
-                     run_mcring, server_line)
+from harness import (ROOT, ConfigDir, IntegrationCase, Memcached, Mcring, admin_http,
+                     make_tmpdir, parse_reloads, parse_stats, pool_yaml, remove_tmpdir,
+                     requires_proxy, run_mcring, server_line)
 
 PICKUP_BOUND = 3.0   # s: debounce is 200 ms; a swap must be applied well within this
 
@@ -146,6 +147,41 @@ class ConfigMapSwapTest(IntegrationCase):
         self.assertEqual(late, [])
         print("\nConfigMap swap picked up after %s s" % ", ".join("%.2f" % t for t in timings),
               file=sys.stderr)
+
+
+class ManifestDiscoveryTest(unittest.TestCase):
+    """packaging/kubernetes: the example finds memcached through a headless Service with
+    servers_dns; every manifest parses, and the ConfigMap's mcring.yml passes `mcring -t`."""
+
+    def test_configmap_finds_memcached_through_the_headless_service(self):
+        try:
+            import yaml
+        except ImportError:
+            raise unittest.SkipTest("python3-yaml is not installed")
+        docs = []
+        for path in sorted(glob.glob(os.path.join(ROOT, "packaging", "kubernetes", "*.yaml"))):
+            with open(path) as f:
+                docs += [d for d in yaml.safe_load_all(f) if d]
+        by = {(d["kind"], d["metadata"]["name"]): d for d in docs}
+        headless = by.get(("Service", "memcached"))
+        self.assertIsNotNone(headless, "no Service 'memcached' in packaging/kubernetes")
+        self.assertEqual(headless["spec"].get("clusterIP"), "None", "memcached's Service is not headless")
+        pools = yaml.safe_load(by[("ConfigMap", "mcring-config")]["data"]["mcring.yml"])
+        dns = [p["servers_dns"] for p in pools.values() if "servers_dns" in p]
+        self.assertEqual(len(dns), 1, pools)
+        name, port = dns[0].rsplit(":", 1)
+        self.assertEqual(name.split(".")[0], "memcached", "servers_dns does not name the Service")
+        self.assertIn(int(port), [p["port"] for p in headless["spec"]["ports"]])
+        self.assertFalse(any("servers" in p for p in pools.values()), "static servers left too")
+        tmp = make_tmpdir("mcring-k8s-manifests-")
+        self.addCleanup(remove_tmpdir, tmp)
+        conf = os.path.join(tmp, "mcring.yml")
+        with open(conf, "w") as f:
+            f.write(by[("ConfigMap", "mcring-config")]["data"]["mcring.yml"])
+        out = run_mcring(["-t", "-c", conf])
+        self.assertEqual(out.returncode, 0, out.stderr.decode() + out.stdout.decode())
+        print("\n  %d manifests parse; servers_dns %s -> headless Service memcached; %s"
+              % (len(docs), dns[0], out.stdout.decode().strip()), file=sys.stderr)
 
 
 if __name__ == "__main__":
