@@ -128,6 +128,18 @@ struct Fragment {
   // their next replica when the request's parts have all answered (dispatch/failover.h).
   bool failed = false;
   BackendFailure failure = BackendFailure::Unavailable;
+
+  // For reuse (the vectors keep their capacity); `server` is set by whoever reuses it.
+  void clear() {
+    key_indices.clear();
+    next_match = 0;
+    hits = 0;
+    values.drain(values.size());
+    done = false;
+    warm_from = nullptr;
+    unavailable = false;
+    failed = false;
+  }
 };
 
 struct PendingRequest {
@@ -298,15 +310,7 @@ struct PendingRequest {
     failover_key.clear();
     failover_line.clear();
     for (uint32_t i = 0; i < fragment_count; ++i) {
-      Fragment& f = fragments[i];
-      f.key_indices.clear();
-      f.next_match = 0;
-      f.hits = 0;
-      f.values.drain(f.values.size());
-      f.done = false;
-      f.warm_from = nullptr;
-      f.unavailable = false;
-      f.failed = false;
+      fragments[i].clear();
     }
     fragment_count = 0;
   }

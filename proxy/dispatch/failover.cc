@@ -6,6 +6,7 @@
 
 #include "proxy/backend/backend_connection.h"
 #include "proxy/backend/backend_server.h"
+#include "proxy/dispatch/multiget.h"
 #include "proxy/dispatch/unavailable.h"
 
 namespace mcring::core {
@@ -105,51 +106,19 @@ bool continueDirect(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker)
   return false;
 }
 
-// The fragment a moved key joins: one of this round's for `server`, with room on its line.
-uint32_t fragmentFor(PendingRequest& r, uint32_t first_new, uint32_t server, size_t add,
-                     std::array<size_t, 64>& bytes) {
-  static constexpr size_t kMaxLine = 2000;  // see Dispatcher::kMaxBackendLine
-  for (uint32_t f = first_new; f < r.fragment_count; ++f) {
-    const uint32_t slot = f - first_new;
-    if (r.fragments[f].server == server && slot < bytes.size() && bytes[slot] + add <= kMaxLine) {
-      bytes[slot] += add;
-      return f;
-    }
-  }
-  const uint32_t f = r.fragment_count++;
-  if (r.fragments.size() <= f) {
-    r.fragments.emplace_back();
-  }
-  Fragment& fr = r.fragments[f];
-  fr.server = server;
-  fr.key_indices.clear();
-  fr.next_match = 0;
-  fr.hits = 0;
-  fr.values.drain(fr.values.size());
-  fr.done = false;
-  fr.warm_from = nullptr;
-  fr.failed = false;
-  fr.unavailable = false;
-  if (f - first_new < bytes.size()) {
-    bytes[f - first_new] = add;
-  }
-  return f;
-}
-
 // A multi-get: each key not hit whose fragment failed (or missed where that fails over) goes
 // to its next readable replica; fragments that cannot even be sent fail at once, and their keys
 // move again, until something was sent or no key can move.
 bool continueMultiget(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker) {
   for (;;) {
-    const uint32_t first_new = r.fragment_count;
-    std::array<size_t, 64> bytes{};
+    FragmentRound round(r);
     uint32_t moved = 0;
     for (uint32_t i = 0; i < r.key_count; ++i) {
       if (r.key_hit_length[i] != 0) {
         continue;
       }
       const uint32_t f = r.key_fragment[i];
-      if (f >= first_new) {
+      if (f >= round.first()) {
         continue;
       }
       Fragment& fr = r.fragments[f];
@@ -163,7 +132,7 @@ bool continueMultiget(PendingRequest& r, PoolRuntime& pool, WorkerContext& worke
         continue;
       }
       countFailover(*from, worker);
-      const uint32_t nf = fragmentFor(r, first_new, next, key.size() + 1, bytes);
+      const uint32_t nf = round.join(next, key.size() + 1);
       r.fragments[nf].key_indices.push_back(i);
       r.key_fragment[i] = nf;
       stats::bump(pool.by_index[next]->stats().get_keys);
@@ -172,24 +141,9 @@ bool continueMultiget(PendingRequest& r, PoolRuntime& pool, WorkerContext& worke
     if (moved == 0) {
       return false;
     }
-    uint32_t sent = 0;
-    for (uint32_t f = first_new; f < r.fragment_count; ++f) {
-      Fragment& fr = r.fragments[f];
-      BackendServer* server = pool.by_index[fr.server];
-      BackendConnection* conn = server->connectionFor(r.replica_session);
-      if (conn == nullptr) {
-        server->countFailure(server->lastFailure());
-        fr.failed = true;
-        fr.failure = server->lastFailure();
-        fr.done = true;
-        continue;
-      }
-      const size_t written = writeFragmentLine(conn->output(), r, fr);
-      conn->expect(&r, f, Delivery::Fragment, Expect::Retrieval, written);
-      ++sent;
-    }
-    if (sent > 0) {
-      r.fragments_left += sent;
+    if (round.send(r.replica_session, [&](const Fragment& fr) -> BackendServer& {
+          return *pool.by_index[fr.server];
+        }) > 0) {
       return true;
     }
   }

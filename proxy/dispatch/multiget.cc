@@ -33,4 +33,27 @@ void assembleMultiget(PendingRequest& r, stats::WorkerCounters& counters) {
   r.reply.append(protocol::kEndLine);
 }
 
+uint32_t FragmentRound::join(uint32_t server, size_t add) {
+  static constexpr size_t kMaxLine = 2000;  // see Dispatcher::kMaxBackendLine
+  for (uint32_t f = first_; f < r_.fragment_count; ++f) {
+    const uint32_t slot = f - first_;
+    if (r_.fragments[f].server == server && slot < bytes_.size() &&
+        bytes_[slot] + add <= kMaxLine) {
+      bytes_[slot] += add;
+      return f;
+    }
+  }
+  const uint32_t f = r_.fragment_count++;
+  if (r_.fragments.size() <= f) {
+    r_.fragments.emplace_back();
+  }
+  Fragment& fr = r_.fragments[f];
+  fr.clear();
+  fr.server = server;
+  if (f - first_ < bytes_.size()) {
+    bytes_[f - first_] = add;
+  }
+  return f;
+}
+
 }  // namespace mcring::core

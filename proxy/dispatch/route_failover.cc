@@ -7,6 +7,7 @@
 #include "proxy/backend/backend_connection.h"
 #include "proxy/backend/backend_server.h"
 #include "proxy/backend/pool_runtime.h"
+#include "proxy/dispatch/multiget.h"
 #include "proxy/dispatch/unavailable.h"
 
 namespace mcring::core {
@@ -42,15 +43,13 @@ bool failsOver(PendingRequest& r) {
 // a miss) to their routes' next pools, in new fragments by server; a fragment that cannot even
 // be sent fails at once and its keys move again, until something was sent or none can move.
 bool moveMultigetKeys(PendingRequest& r, RouteState& st) {
-  static constexpr size_t kMaxLine = 2000;  // see Dispatcher::kMaxBackendLine
   for (;;) {
-    const uint32_t first_new = r.fragment_count;
-    std::vector<size_t> bytes;  // line bytes of each new fragment (rare: a failure's path)
+    FragmentRound round(r);
     uint32_t moved = 0;
     for (uint32_t i = 0; i < r.key_count; ++i) {
       RouteState::KeyFailover& kf = st.key_failover[i];
       const uint32_t f = r.key_fragment[i];
-      if (r.key_hit_length[i] != 0 || f >= first_new || kf.next >= kf.count) {
+      if (r.key_hit_length[i] != 0 || f >= round.first() || kf.next >= kf.count) {
         continue;
       }
       if (!r.fragments[f].failed && !kf.on_miss) {
@@ -75,30 +74,7 @@ bool moveMultigetKeys(PendingRequest& r, RouteState& st) {
         st.servers.push_back(to);
         st.server_pools.push_back(to_pool);
       }
-      const size_t add = key.size() + 1;
-      uint32_t nf = first_new;
-      while (nf < r.fragment_count &&
-             (r.fragments[nf].server != server || bytes[nf - first_new] + add > kMaxLine)) {
-        ++nf;
-      }
-      if (nf == r.fragment_count) {
-        ++r.fragment_count;
-        if (r.fragments.size() <= nf) {
-          r.fragments.emplace_back();
-        }
-        Fragment& fr = r.fragments[nf];
-        fr.server = server;
-        fr.key_indices.clear();
-        fr.next_match = 0;
-        fr.hits = 0;
-        fr.values.drain(fr.values.size());
-        fr.done = false;
-        fr.warm_from = nullptr;
-        fr.failed = false;
-        fr.unavailable = false;
-        bytes.push_back(0);
-      }
-      bytes[nf - first_new] += add;
+      const uint32_t nf = round.join(server, key.size() + 1);
       r.fragments[nf].key_indices.push_back(i);
       r.key_fragment[i] = nf;
       stats::bump(to->stats().get_keys);
@@ -107,24 +83,10 @@ bool moveMultigetKeys(PendingRequest& r, RouteState& st) {
     if (moved == 0) {
       return false;
     }
-    uint32_t sent = 0;
-    for (uint32_t f = first_new; f < r.fragment_count; ++f) {
-      Fragment& fr = r.fragments[f];
-      BackendServer* server = st.servers[fr.server];
-      BackendConnection* conn = server->connectionFor(r.session->id());
-      if (conn == nullptr) {
-        server->countFailure(server->lastFailure());
-        fr.failed = true;
-        fr.failure = server->lastFailure();
-        fr.done = true;
-        continue;
-      }
-      const size_t written = writeFragmentLine(conn->output(), r, fr);
-      conn->expect(&r, f, Delivery::Fragment, Expect::Retrieval, written);
-      ++sent;
-    }
-    if (sent > 0) {
-      r.fragments_left += sent;
+    // This round's servers were all taken from their pools just now: none is gone.
+    if (round.send(r.session->id(), [&](const Fragment& fr) -> BackendServer& {
+          return *st.servers[fr.server];
+        }) > 0) {
       return true;
     }
   }
