@@ -743,6 +743,13 @@ void Proxy::drain(bool handover) {
 
 int Proxy::run() {
   loop_.run();
+  // A DNS query still out when its resolver goes is failed by a callback libevent runs on the
+  // loop's next pass, which frees the query's state: give it that pass while everything else
+  // is still here (without it, an exit during a resolution leaked that state). No reload may
+  // start in that pass (it would use discovery_).
+  stopping_ = true;
+  discovery_.reset();
+  loop_.runPending();
   for (auto& w : workers_) {
     w->join();
   }

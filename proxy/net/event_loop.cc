@@ -66,6 +66,10 @@ void EventLoop::run() {
   event_base_loop(base_, EVLOOP_NO_EXIT_ON_EMPTY);
 }
 
+void EventLoop::runPending() {
+  event_base_loop(base_, EVLOOP_NONBLOCK);
+}
+
 void EventLoop::stop() {
   std::thread::id owner = owner_.load(std::memory_order_relaxed);
   if (owner == std::thread::id() || owner == std::this_thread::get_id()) {

@@ -23,6 +23,8 @@ class EventLoop {
 
   // Runs until stop(). Call from the owning thread.
   void run();
+  // Runs what is ready now (active events, deferred callbacks) without waiting, then returns.
+  void runPending();
   // Makes run() return after the current callbacks. Any thread.
   void stop();
   // Runs fn on the loop's thread, soon. Any thread; the only way work crosses threads.
