@@ -63,8 +63,11 @@ RequestWatch& RequestWatch::instance() {
 }
 
 std::shared_ptr<Watcher> RequestWatch::attach(std::function<void()> wake, size_t capacity) {
-  auto w = std::make_shared<Watcher>(capacity, std::move(wake));
   std::lock_guard<std::mutex> lock(mutex_);
+  if (watchers_.size() >= kMaxWatchers) {
+    return nullptr;
+  }
+  auto w = std::make_shared<Watcher>(capacity, std::move(wake));
   watchers_.push_back(w);
   watch_detail::watchers.fetch_add(1, std::memory_order_relaxed);
   return w;

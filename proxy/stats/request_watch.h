@@ -75,9 +75,13 @@ class RequestWatch {
  public:
   // memcached's LOGGER_WATCHER_BUF_SIZE.
   static constexpr size_t kWatcherBuffer = 256 * 1024;
+  // memcached's WATCHER_LIMIT: what stalled watchers can hold is bounded (20 x 256 KiB), and so
+  // is the work of formatting each request into every watcher's buffer under mutex_.
+  static constexpr size_t kMaxWatchers = 20;
 
   static RequestWatch& instance();
 
+  // nullptr when kMaxWatchers are attached already.
   std::shared_ptr<Watcher> attach(std::function<void()> wake, size_t capacity = kWatcherBuffer);
   void detach(const std::shared_ptr<Watcher>& w);
   // Any thread: one finished request to every watcher.
