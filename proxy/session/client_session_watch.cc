@@ -35,7 +35,7 @@ bool ClientSession::beginWatch() {
   net::EventLoop& loop = worker_.loop();
   // Runs on any worker, under the hub's mutex: only posts to this session's worker, where the
   // slot tells whether the session is still there.
-  watcher_ = stats::RequestWatch::instance().attach([&loop, slot] {
+  watcher_ = stats::RequestWatch::instance().attach(pool_->name, [&loop, slot] {
     loop.post([slot] {
       if (*slot != nullptr) {
         (*slot)->pumpWatch();
@@ -128,7 +128,7 @@ void ClientSession::traceDone(PendingRequest& r) {
   rec.elapsed_us = elapsed_us;
   const stats::KeyShown shown = keyShown(cfg.log_keys);
   if (watch) {
-    stats::RequestWatch::instance().publish(rec, shown);
+    stats::RequestWatch::instance().publish(pool_->name, rec, shown);
   }
   if (slow) {
     stats::SlowRequests::instance().record(pool_->name, cfg.slow_request_ms, rec, shown);

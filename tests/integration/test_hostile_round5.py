@@ -7,6 +7,10 @@ route failover for multi-gets, SIGUSR2. Each test failed on the build it was wri
   watchers that read nothing, then 10,000 gets through another client: mcring's RSS went from
   8 MB to 490 MB. memcached allows 20 watchers (WATCHER_LIMIT) and answers the 21st
   `WATCHER_TOO_MANY log watcher limit reached`, the connection staying an ordinary one.
+- A watcher received the requests of every pool with `allow_watch`, not only its own pool's
+  (README: "one line per request of the pool's clients"): a client of pool `a` saw
+  `key=secret-of-b` for a get sent to pool `b`'s port, so a pool's keys reached anyone allowed
+  to watch another pool (one without TLS or authentication, say).
 """
 import socket
 import time
@@ -57,3 +61,40 @@ class WatcherLimitTest(IntegrationCase):
         finally:
             for s in socks:
                 s.close()
+
+
+class TwoWatchedPools(h.Mcring):
+    """Pools `a` (this port) and `b` (bport), both with allow_watch, on the same memcached."""
+
+    def write_config(self, port):
+        if not hasattr(self, "bport"):
+            self.bport = h.free_port()
+        pool = ("%s:\n  listen: %s:%d\n  allow_watch: true\n  log_keys: plain\n"
+                "  servers:\n    - %s\n")
+        with open(self.config_path, "w") as f:
+            f.write(pool % ("a", h.HOST, port, self.servers[0])
+                    + pool % ("b", h.HOST, self.bport, self.servers[0]))
+
+
+@requires_proxy
+class WatchOnePoolTest(IntegrationCase):
+    def test_watcher_sees_only_its_own_pools_requests(self):
+        self.start_memcacheds(1)
+        mc = TwoWatchedPools(self.servers, self.tmp)
+        self.addCleanup(mc.stop)
+        self.dump_log_on_failure(mc)
+        wsock, ok = watcher(mc.port)
+        self.addCleanup(wsock.close)
+        self.assertEqual(ok, b"OK\r\n")
+        with h.Conn(h.HOST, mc.bport) as cb, h.Conn(h.HOST, mc.port) as ca:
+            self.assertEqual(cb.request(b"get secret-of-b\r\n"), b"END\r\n")
+            self.assertEqual(ca.request(b"get key-of-a\r\n"), b"END\r\n")
+        # Pool a's line comes after pool b's, were b's sent at all: read until a's is seen.
+        wsock.settimeout(5)
+        got = b""
+        deadline = time.monotonic() + 5
+        while b"key-of-a" not in got and time.monotonic() < deadline:
+            got += wsock.recv(65536)
+        print("\nwatcher of pool a received: %r" % got)
+        self.assertIn(b"key=key-of-a", got)
+        self.assertNotIn(b"secret-of-b", got)
