@@ -11,12 +11,19 @@ route failover for multi-gets, SIGUSR2. Each test failed on the build it was wri
   (README: "one line per request of the pool's clients"): a client of pool `a` saw
   `key=secret-of-b` for a get sent to pool `b`'s port, so a pool's keys reached anyone allowed
   to watch another pool (one without TLS or authentication, say).
+- SIGUSR2, then SIGHUP (or the file watcher) with a config that adds a listener: the old process
+  reloaded while the new one was starting, bound the new port first, and the new process failed
+  (`upgrade failed: new process N could not start: pool 'beta': cannot listen on ...: Address
+  already in use; pid M keeps serving`). The upgrade an operator asked for did not happen.
 """
+import os
+import signal
 import socket
 import time
 
 import harness as h
 from harness import IntegrationCase, requires_proxy
+from test_upgrade import _upgraded_pids, is_mcring, pid_gone, read_pid
 from test_watch import watcher, wait_for
 
 WATCHER_LIMIT = 20  # memcached's
@@ -98,3 +105,48 @@ class WatchOnePoolTest(IntegrationCase):
         print("\nwatcher of pool a received: %r" % got)
         self.assertIn(b"key=key-of-a", got)
         self.assertNotIn(b"secret-of-b", got)
+
+
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return f.read().split()
+    except OSError:
+        return []
+
+
+@requires_proxy
+class UpgradeWithReloadTest(IntegrationCase):
+    def test_sighup_right_after_sigusr2_does_not_fail_the_upgrade(self):
+        self.start_memcacheds(1)
+        pid_file = os.path.join(self.tmp, "mcring.pid")
+        mc = h.Mcring(self.servers, self.tmp, args=["--shutdown-grace", "3000", "-p", pid_file])
+        self.addCleanup(mc.stop)
+        self.dump_log_on_failure(mc)
+        self.assertTrue(wait_for(lambda: read_pid(pid_file) == mc.pid, 5))
+        old = mc.pid
+        beta = h.free_port()
+        with open(mc.config_path) as f:
+            base = f.read()
+        tmp = mc.config_path + ".new"
+        with open(tmp, "w") as f:
+            f.write(base + "beta:\n  listen: %s:%d\n  servers:\n    - %s\n"
+                    % (h.HOST, beta, self.servers[0]))
+        os.replace(tmp, mc.config_path)
+        os.kill(old, signal.SIGUSR2)
+        # SIGHUP once the old process has started the new one (SIGHUP and SIGUSR2 pending
+        # together would be delivered SIGHUP first: the order this test is not about).
+        self.assertTrue(wait_for(lambda: children(old), 5, step=0.0005), "no new process")
+        os.kill(old, signal.SIGHUP)
+        new = wait_for(lambda: (lambda p: p if p and p != old else None)(read_pid(pid_file)), 10)
+        if new:
+            _upgraded_pids.add(new)
+            self.addCleanup(lambda: is_mcring(new) and not pid_gone(new)
+                            and os.kill(new, signal.SIGKILL))
+        with open(mc.log_path, errors="replace") as f:
+            lines = [l for l in f.read().splitlines() if "upgrade" in l or "reload" in l]
+        print("\nSIGUSR2 then SIGHUP (config adds pool beta):\n  " + "\n  ".join(lines[-6:]))
+        self.assertIsNotNone(new, "the upgrade failed")
+        self.assertTrue(wait_for(lambda: mc.proc.poll() is not None, 10), "old still running")
+        with h.Conn(h.HOST, beta) as c:  # served by the new process
+            self.assertTrue(c.request(b"version\r\n").startswith(b"VERSION "))
