@@ -15,8 +15,15 @@ route failover for multi-gets, SIGUSR2. Each test failed on the build it was wri
   reloaded while the new one was starting, bound the new port first, and the new process failed
   (`upgrade failed: new process N could not start: pool 'beta': cannot listen on ...: Address
   already in use; pid M keeps serving`). The upgrade an operator asked for did not happen.
+- `stats detail`: /metrics and /prefixes write a prefix byte outside printable ASCII as `\\xNN`
+  but a backslash as itself, so the prefix `\\xff` (four bytes, from a text client) and the
+  prefix 0xff (one byte) got the same label: two `mcring_prefix_requests_total` series with the
+  same labels, which Prometheus rejects as a duplicate, losing the whole scrape. One client's
+  keys broke the monitoring of everything else.
 """
+import json
 import os
+import re
 import signal
 import socket
 import time
@@ -150,3 +157,25 @@ class UpgradeWithReloadTest(IntegrationCase):
         self.assertTrue(wait_for(lambda: mc.proc.poll() is not None, 10), "old still running")
         with h.Conn(h.HOST, beta) as c:  # served by the new process
             self.assertTrue(c.request(b"version\r\n").startswith(b"VERSION "))
+
+
+@requires_proxy
+class PrefixLabelTest(IntegrationCase):
+    def test_backslash_prefix_and_binary_prefix_are_distinct_series(self):
+        cl = self.cluster(n_backends=1)
+        c = self.conn(cl)
+        self.assertEqual(c.request(b"stats detail on\r\n"), b"OK\r\n")
+        for key in (b"\\xff:1", b"\xff:1", b"\\xff:2"):  # literal backslash-x-f-f, then byte 0xff
+            self.assertEqual(c.request(b"set " + key + b" 0 0 1\r\nv\r\n"), b"STORED\r\n")
+        status, metrics = h.admin_http(cl.proxy.admin_port, path="/metrics")
+        self.assertEqual(status, 200)
+        series = [l.rsplit(b" ", 1)[0] for l in metrics.splitlines()
+                  if l.startswith(b"mcring_prefix_requests_total{")]
+        print("\nprefix series: %r" % series)
+        self.assertEqual(len(series), 2, series)
+        self.assertEqual(len(set(series)), 2, "duplicate series: %r" % series)
+        status, body = h.admin_http(cl.proxy.admin_port, path="/prefixes")
+        top = json.loads(body)["pools"]["alpha"]["top"]
+        shown = sorted((t["prefix"], t["set"]) for t in top)
+        print("/prefixes: %r" % shown)
+        self.assertEqual(shown, [("\\x5cxff", 2), ("\\xff", 1)])
