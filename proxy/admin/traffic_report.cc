@@ -24,7 +24,9 @@ std::string displayPrefix(std::string_view prefix) {
   std::string out;
   out.reserve(prefix.size());
   for (unsigned char c : prefix) {
-    if (c < 0x21 || c > 0x7e) {
+    // A backslash too: else the prefix `\xff` (four bytes) and the byte 0xff would show alike,
+    // two series with the same labels in /metrics (a scrape Prometheus rejects whole).
+    if (c < 0x21 || c > 0x7e || c == '\\') {
       char hex[5];
       std::snprintf(hex, sizeof hex, "\\x%02x", c);
       out += hex;

@@ -17,8 +17,9 @@ namespace mcring::core {
 
 class StatsReporter;
 
-// A prefix as the views show it: bytes outside printable ASCII (and space) as \xNN, so a label
-// or a JSON string is always valid whatever bytes a binary client's key held.
+// A prefix as the views show it: bytes outside printable ASCII, and a backslash, as \xNN, so a
+// label or a JSON string is always valid whatever bytes a key held, and two prefixes never show
+// alike.
 std::string displayPrefix(std::string_view prefix);
 
 struct PrefixRate {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include "config/config.h"
 #include "config/config_diff.h"
@@ -331,6 +332,16 @@ void Proxy::onAccept(const std::string& pool, int fd, bool tls_listener) {
 
 void Proxy::reload(const char* source) {
   if (stopping_) {
+    return;
+  }
+  if (upgrade_ && upgrade_->inProgress()) {
+    if (reload_after_upgrade_ == nullptr) {
+      MCRING_LOG(Notice,
+                 "reload (%s) waits for the upgrade in progress (new process %d loads the file "
+                 "itself; this process reloads if the upgrade fails)",
+                 source, static_cast<int>(upgrade_->pid()));
+    }
+    reload_after_upgrade_ = source;
     return;
   }
   ReloadRecord record;
@@ -682,9 +693,13 @@ void Proxy::upgrade() {
     fds.push_back(admin_->listenFd());
   }
   upgrade_ = std::make_unique<Upgrade>(loop_, [this](bool ready, const std::string& why) {
+    const char* deferred = std::exchange(reload_after_upgrade_, nullptr);
     if (!ready) {
       MCRING_LOG(Error, "upgrade failed: %s; pid %d keeps serving", why.c_str(),
                  static_cast<int>(::getpid()));
+      if (deferred != nullptr) {
+        reload(deferred);
+      }
       return;
     }
     MCRING_LOG(Notice,

@@ -165,6 +165,10 @@ class Proxy final : public AdminSource {
   bool handed_over_ = false;
   InheritedListeners inherited_;
   std::unique_ptr<Upgrade> upgrade_;  // the last one started (kept until the next, or exit)
+  // A reload asked for while an upgrade was in progress (its source), run if the upgrade fails:
+  // meanwhile the new process loads the file itself, and a listener this process bound for the
+  // new file would keep the new process from binding it (the upgrade would fail).
+  const char* reload_after_upgrade_ = nullptr;
   std::vector<std::unique_ptr<net::SignalWatcher>> signals_;
   std::unique_ptr<net::Timer> exit_timer_;
   std::unique_ptr<net::Timer> log_flush_;  // reports rate-limited log lines once a second

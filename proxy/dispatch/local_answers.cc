@@ -162,8 +162,10 @@ void Dispatcher::answerLocal(std::string_view line) {
       out = watchAnswer(req_->args.in(line), client_pool_->config().allow_watch);
       if (out == protocol::kOkLine) {
         src_->input().drain(req_->line_length);
+        if (!src_->beginWatch()) {
+          out = protocol::kWatchTooManyLine;
+        }
         src_->completeWith(r, out);
-        src_->beginWatch();
         return;
       }
       stats::bump(worker_.counters().client_errors);

@@ -22,9 +22,10 @@ class RequestSource : public RequestOwner {
   virtual net::Buffer& input() = 0;
   // Nothing after the request being dispatched is read (quit).
   virtual void stopReading() = 0;
-  // `watch` was answered OK: from now on the connection receives the watch stream
-  // (stats/request_watch.h) after that reply, and what it sends is ignored, as in memcached.
-  virtual void beginWatch() = 0;
+  // `watch` is allowed: from now on the connection receives the watch stream
+  // (stats/request_watch.h) after the reply to it, and what it sends is ignored, as in
+  // memcached. False, and nothing changed, when the most watchers there may be are watching.
+  virtual bool beginWatch() = 0;
 };
 
 }  // namespace mcring::core

@@ -24,5 +24,8 @@ inline constexpr std::string_view kCacheDumpRefusedLine =
 inline constexpr std::string_view kMetadumpRefusedLine = "ERROR metadump not allowed\r\n";
 // mcring: `watch` on a pool without allow_watch (refused like flush_all under -F).
 inline constexpr std::string_view kWatchRefusedLine = "CLIENT_ERROR watch not allowed\r\n";
+// memcached's answer to a `watch` past its 20 watchers.
+inline constexpr std::string_view kWatchTooManyLine =
+    "WATCHER_TOO_MANY log watcher limit reached\r\n";
 
 }  // namespace mcring::protocol

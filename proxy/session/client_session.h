@@ -56,7 +56,7 @@ class ClientSession final : public net::ConnectionHandler, public RequestSource 
     return dispatch_input_ != nullptr ? *dispatch_input_ : tcp_->input();
   }
   void stopReading() override { closing_ = true; }
-  void beginWatch() override;
+  bool beginWatch() override;
   // Shutdown or pool removal: stop reading, finish what is in flight, then close.
   void beginDrain();
   // An upgrade handed the listeners to a new process: keep serving this client, and close it at

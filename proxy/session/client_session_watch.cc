@@ -27,23 +27,28 @@ stats::KeyShown keyShown(config::LogKeys k) {
 
 }  // namespace
 
-void ClientSession::beginWatch() {
+bool ClientSession::beginWatch() {
   if (watcher_ || closed_) {
-    return;
+    return true;
   }
-  // What the client sent after `watch` is ignored, as in memcached (processInput drops the rest).
-  tcp_->input().drain(tcp_->input().size());
-  watch_slot_ = std::make_shared<ClientSession*>(this);
+  auto slot = std::make_shared<ClientSession*>(this);
   net::EventLoop& loop = worker_.loop();
   // Runs on any worker, under the hub's mutex: only posts to this session's worker, where the
   // slot tells whether the session is still there.
-  watcher_ = stats::RequestWatch::instance().attach([&loop, slot = watch_slot_] {
+  watcher_ = stats::RequestWatch::instance().attach(pool_->name, [&loop, slot] {
     loop.post([slot] {
       if (*slot != nullptr) {
         (*slot)->pumpWatch();
       }
     });
   });
+  if (!watcher_) {
+    return false;  // too many watchers: the connection stays an ordinary one
+  }
+  watch_slot_ = std::move(slot);
+  // What the client sent after `watch` is ignored, as in memcached (processInput drops the rest).
+  tcp_->input().drain(tcp_->input().size());
+  return true;
 }
 
 void ClientSession::endWatch() {
@@ -123,7 +128,7 @@ void ClientSession::traceDone(PendingRequest& r) {
   rec.elapsed_us = elapsed_us;
   const stats::KeyShown shown = keyShown(cfg.log_keys);
   if (watch) {
-    stats::RequestWatch::instance().publish(rec, shown);
+    stats::RequestWatch::instance().publish(pool_->name, rec, shown);
   }
   if (slow) {
     stats::SlowRequests::instance().record(pool_->name, cfg.slow_request_ms, rec, shown);

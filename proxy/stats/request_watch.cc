@@ -62,9 +62,13 @@ RequestWatch& RequestWatch::instance() {
   return hub;
 }
 
-std::shared_ptr<Watcher> RequestWatch::attach(std::function<void()> wake, size_t capacity) {
-  auto w = std::make_shared<Watcher>(capacity, std::move(wake));
+std::shared_ptr<Watcher> RequestWatch::attach(std::string pool, std::function<void()> wake,
+                                              size_t capacity) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (watchers_.size() >= kMaxWatchers) {
+    return nullptr;
+  }
+  auto w = std::make_shared<Watcher>(std::move(pool), capacity, std::move(wake));
   watchers_.push_back(w);
   watch_detail::watchers.fetch_add(1, std::memory_order_relaxed);
   return w;
@@ -79,9 +83,10 @@ void RequestWatch::detach(const std::shared_ptr<Watcher>& w) {
   }
 }
 
-void RequestWatch::publish(const RequestRecord& r, KeyShown mode) {
+void RequestWatch::publish(std::string_view pool, const RequestRecord& r, KeyShown mode) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (watchers_.empty()) {
+  const auto watches = [pool](const std::shared_ptr<Watcher>& w) { return w->pool_ == pool; };
+  if (std::none_of(watchers_.begin(), watchers_.end(), watches)) {
     return;
   }
   const int64_t now = unixMicros();
@@ -89,6 +94,9 @@ void RequestWatch::publish(const RequestRecord& r, KeyShown mode) {
   line_.clear();
   appendProxyReqLine(line_, now, gid, r, mode);
   for (const std::shared_ptr<Watcher>& w : watchers_) {
+    if (!watches(w)) {
+      continue;
+    }
     {
       std::lock_guard<std::mutex> wl(w->mutex_);
       w->buffer_.push(line_, now, gid);

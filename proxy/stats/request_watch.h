@@ -57,14 +57,15 @@ class Watcher {
  public:
   // `wake`: called from any thread (under the hub's mutex) when lines arrive for a watcher
   // that took everything; must only post work to the watcher's own thread.
-  Watcher(size_t capacity, std::function<void()> wake)
-      : buffer_(capacity), wake_(std::move(wake)) {}
+  Watcher(std::string pool, size_t capacity, std::function<void()> wake)
+      : pool_(std::move(pool)), buffer_(capacity), wake_(std::move(wake)) {}
   // The watcher's thread: appends what arrived since the last call to `out`.
   void take(std::string& out);
   size_t capacity() const { return buffer_.capacity(); }
 
  private:
   friend class RequestWatch;
+  const std::string pool_;  // whose clients' requests it receives
   std::mutex mutex_;
   WatchBuffer buffer_;
   std::atomic<bool> wake_pending_{false};
@@ -75,13 +76,19 @@ class RequestWatch {
  public:
   // memcached's LOGGER_WATCHER_BUF_SIZE.
   static constexpr size_t kWatcherBuffer = 256 * 1024;
+  // memcached's WATCHER_LIMIT: what stalled watchers can hold is bounded (20 x 256 KiB), and so
+  // is the work of formatting each request into every watcher's buffer under mutex_.
+  static constexpr size_t kMaxWatchers = 20;
 
   static RequestWatch& instance();
 
-  std::shared_ptr<Watcher> attach(std::function<void()> wake, size_t capacity = kWatcherBuffer);
+  // A watcher of the requests of `pool`'s clients (only those: another pool's keys are another
+  // pool's data); nullptr when kMaxWatchers are attached already.
+  std::shared_ptr<Watcher> attach(std::string pool, std::function<void()> wake,
+                                  size_t capacity = kWatcherBuffer);
   void detach(const std::shared_ptr<Watcher>& w);
-  // Any thread: one finished request to every watcher.
-  void publish(const RequestRecord& r, KeyShown mode);
+  // Any thread: one finished request of a client of `pool` to every watcher of that pool.
+  void publish(std::string_view pool, const RequestRecord& r, KeyShown mode);
 
  private:
   std::mutex mutex_;

@@ -132,8 +132,11 @@ TEST_CASE("the hub: watching() only while attached; every line to every watcher,
   CHECK_FALSE(watching());
   int wakes_a = 0;
   int wakes_b = 0;
-  auto a = hub.attach([&] { ++wakes_a; });
-  auto b = hub.attach([&] { ++wakes_b; }, 400);
+  auto a = hub.attach("p", [&] { ++wakes_a; });
+  auto b = hub.attach(
+      "p", [&] { ++wakes_b; }, 400);
+  int wakes_other = 0;
+  auto other = hub.attach("other", [&] { ++wakes_other; });
   CHECK(watching());
   RequestRecord r;
   r.verb = "set";
@@ -147,7 +150,7 @@ TEST_CASE("the hub: watching() only while attached; every line to every watcher,
         std::string key = "t" + std::to_string(t) + "-" + std::to_string(i);
         rec.key = key;
         rec.keys = 1;
-        hub.publish(rec, KeyShown::Plain);
+        hub.publish("p", rec, KeyShown::Plain);
       }
     });
   }
@@ -167,10 +170,33 @@ TEST_CASE("the hub: watching() only while attached; every line to every watcher,
   CHECK(got_b.size() <= 400);
   b->take(got_b);  // the loss, once its buffer is drained
   CHECK(got_b.find("type=eventsskipped skipped=") != std::string::npos);
+  std::string got_other;
+  other->take(got_other);
+  CHECK(got_other.empty());  // another pool's requests are not its to see
+  CHECK(wakes_other == 0);
   hub.detach(a);
   hub.detach(b);
+  hub.detach(other);
   CHECK_FALSE(watching());
-  hub.publish(r, KeyShown::Plain);  // no watcher: nothing
+  hub.publish("p", r, KeyShown::Plain);  // no watcher: nothing
+}
+
+TEST_CASE("the hub: at most kMaxWatchers, as memcached's WATCHER_LIMIT") {
+  RequestWatch& hub = RequestWatch::instance();
+  std::vector<std::shared_ptr<Watcher>> attached;
+  for (size_t i = 0; i < RequestWatch::kMaxWatchers; ++i) {
+    attached.push_back(hub.attach("p", [] {}));
+    CHECK(attached.back() != nullptr);
+  }
+  CHECK(hub.attach("p", [] {}) == nullptr);
+  hub.detach(attached.back());
+  attached.pop_back();
+  attached.push_back(hub.attach("p", [] {}));
+  CHECK(attached.back() != nullptr);
+  for (const auto& w : attached) {
+    hub.detach(w);
+  }
+  CHECK_FALSE(watching());
 }
 
 }  // namespace
