@@ -605,9 +605,8 @@ const std::array kPoolKeys = {
         .meaning = "How keys appear in the watch stream, the slow-request log and `/slow`, and "
                    "hot-key log lines: `plain` (the key; bytes outside printable ASCII, space "
                    "and backslash as `\\xNN`), `hash` (`xxh3:` and the key's 64-bit XXH3 in hex) "
-                   "or `none` (`-`). Hot-key log lines keep the key itself when "
-                   "`hot_key_metrics` is `plain` (it is in /metrics already) unless this is "
-                   "`none`.",
+                   "or `none` (`-`), whatever `hot_key_metrics` shows in /metrics and the hot-key "
+                   "events.",
         .choices = [] { return std::vector<std::string_view>{"plain", "hash", "none"}; },
         .apply = [](ValueReader& v, PoolConfig& p) {
           setName(v, p.log_keys, "log_keys", &parseLogKeys, {"plain", "hash", "none"});

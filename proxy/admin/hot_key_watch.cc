@@ -250,10 +250,11 @@ void HotKeyWatch::checkEvents(const config::PoolTopology& pool, const PoolHotKey
     e.rate = rate;
     e.backends = std::move(backends);
     std::string where = e.backends.empty() ? std::string("-") : e.backends.front();
-    // The log line's key as log_keys says (hot_key_metrics: plain has it in /metrics anyway).
+    // The log line's key as log_keys says, whatever hot_key_metrics shows in /metrics: one
+    // setting decides what the logs hold.
     const std::string logged = cfg.log_keys == config::LogKeys::None    ? std::string("-")
                                : cfg.log_keys == config::LogKeys::Plain ? common::escapeForLog(key)
-                                                                        : e.key;
+                                                                        : hashedKey(key);
     MCRING_LOG(Notice, "hot key %s: pool '%s' key %s takes %s of requests (%.0f/s) on %s", kind,
                cfg.name.c_str(), logged.c_str(), percent(share).c_str(), rate, where.c_str());
     events_.push_back(std::move(e));

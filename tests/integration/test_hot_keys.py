@@ -320,7 +320,7 @@ class HotKeyLogInjectionTest(IntegrationCase):
 
     def test_hot_binary_key_is_escaped_in_log_and_events(self):
         from test_hostile_features import drive_hot
-        cl = self.cluster(n_backends=2, extra={"hot_key_metrics": "plain"})
+        cl = self.cluster(n_backends=2, extra={"hot_key_metrics": "plain", "log_keys": "plain"})
         drive_hot(cl.proxy.port, [self.KEY, b"other"])
         deadline = time.time() + 5
         events = []
@@ -342,6 +342,27 @@ class HotKeyLogInjectionTest(IntegrationCase):
         doc = json.loads(body)
         for e in doc["events"]:
             self.assertFalse(any(ord(ch) < 0x20 or ord(ch) >= 0x80 for ch in e["key"]), e)
+
+    def test_log_keys_hash_hides_keys_that_metrics_show(self):
+        """hot_key_metrics: plain shows the key in /hotkeys; the log line still follows log_keys
+        (default hash): one setting decides what the logs hold."""
+        from test_hostile_features import drive_hot
+        cl = self.cluster(n_backends=2, extra={"hot_key_metrics": "plain"})
+        key = b"hotsecret"
+        drive_hot(cl.proxy.port, [key, b"other"])
+        deadline = time.time() + 5
+        events = []
+        while time.time() < deadline and not events:
+            events = [e for e in hotkeys(cl)["events"] if e["kind"] == "hot"]
+            time.sleep(0.05)
+        with open(cl.proxy.log_path, "rb") as f:
+            log = f.read()
+        lines = [l for l in log.split(b"\n") if b"hot key hot" in l]
+        print("\nevents: %r; log lines: %r" % ([e["key"] for e in events], lines))
+        self.assertIn("hotsecret", [e["key"] for e in events])
+        self.assertTrue(lines)
+        self.assertTrue(all(b"key xxh3:" in l for l in lines), lines)
+        self.assertNotIn(key, log)
 
     def test_json_views_say_nosniff(self):
         import socket
