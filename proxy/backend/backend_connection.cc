@@ -542,8 +542,8 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
           if (r->command == protocol::Command::MetaGet && hits_in_reply_ == 0) {
             markReadMiss(*r);
             stats::bump(server_.stats().get_misses);
-            if (r->spread_role == SpreadRole::Read) {
-              missedAtCopy(*r->spread, r->spread_copy, server_.worker().counters());
+            if (spreadRole(*r) == SpreadRole::Read) {
+              missedAtCopy(*r->spread->entry, r->spread->copy, server_.worker().counters());
             }
           }
           hits_in_reply_ = 0;
@@ -569,7 +569,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         if (rep.isListItem()) {
           return Step::Desync;
         }
-        if (r->spread_role == SpreadRole::Write) {
+        if (spreadRole(*r) == SpreadRole::Write) {
           recordSpreadReply(*r, 0, rep, line);
         }
         if (r->command == protocol::Command::MetaGet) {
@@ -580,8 +580,8 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
             markReadError(*r);
           }
           stats::bump(hit ? server_.stats().get_hits : server_.stats().get_misses);
-          if (!hit && r->spread_role == SpreadRole::Read) {
-            missedAtCopy(*r->spread, r->spread_copy, server_.worker().counters());
+          if (!hit && spreadRole(*r) == SpreadRole::Read) {
+            missedAtCopy(*r->spread->entry, r->spread->copy, server_.worker().counters());
           }
           if (rep.kind == ReplyKind::MetaMiss && r->warm && !r->warm_hop_started &&
               r->session != nullptr && r->pool != nullptr &&
@@ -800,8 +800,8 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
         if (!r->noreply) {
           r->reply.append(reply);
         }
-        if (r->spread_role == SpreadRole::Write) {
-          r->spread_replies[0] = kSpreadFailed;
+        if (spreadRole(*r) == SpreadRole::Write) {
+          r->spread->replies[0] = kSpreadFailed;
         }
         if (!r->replica_read) {
           stats::bump(c.server_errors);  // a replicated read: counted if no replica serves it

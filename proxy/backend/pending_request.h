@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "proxy/backend/backend_failure.h"
-#include "proxy/backend/hot_spread.h"
 #include "proxy/backend/replica_write_state.h"
 #include "proxy/backend/route_state.h"
+#include "proxy/backend/spread_state.h"
 #include "proxy/net/buffer.h"
 #include "proxy/protocol/binary_translation.h"
 #include "proxy/protocol/command.h"
@@ -90,27 +90,6 @@ enum class Shape : uint8_t {
 
 // A key's warm-up fetch (warmup.h).
 enum class WarmState : uint8_t { None, Fetching, CopyCancelled };
-
-// What a request is to a spread key (backend/hot_spread.h).
-enum class SpreadRole : uint8_t {
-  None,
-  Write,       // sent to every copy; the copies' replies are compared with the primary's
-  Invalidate,  // a write sent to the primary only (cas, meta writes): it cleared every copy
-  Read,        // a plain mg sent to copy spread_copy
-  FillRead,    // a fill's `mg <key> v f t` to the primary (detached)
-  FillWrite,   // a fill's `ms` to copy spread_copy (detached)
-};
-
-// A plain get key served by a copy: a miss there clears the copy's filled bit.
-struct SpreadRead {
-  uint32_t key_index = 0;
-  uint32_t copy = 0;
-  std::shared_ptr<SpreadEntry> entry;
-};
-
-// spread_replies: a copy not answered yet, or failed (no reply); else a hash of its reply line.
-inline constexpr uint64_t kSpreadPending = ~uint64_t{0} - 1;
-inline constexpr uint64_t kSpreadFailed = ~uint64_t{0};
 
 // Part of a multi-key get that went to one backend.
 struct Fragment {
@@ -216,16 +195,9 @@ struct PendingRequest {
   // A binary client's request (binary.active): its reply, meta or text, is translated to the
   // binary response when written (ClientSession::writeReply); never streamed.
   protocol::BinaryContext binary;
-  // Hot-key spread (backend/hot_spread.h).
-  SpreadRole spread_role = SpreadRole::None;
-  std::shared_ptr<SpreadEntry> spread;   // the key's entry (Write, Invalidate, Read, fills)
-  uint32_t spread_copy = 0;              // Read, FillWrite: the copy's index in its entry
-  uint64_t spread_mark = 0;              // fills: writes_started when the fill began
-  PoolRuntime* spread_pool = nullptr;    // fills: the pool (a worker's pools outlive requests)
-  std::vector<uint64_t> spread_replies;  // Write: each copy's reply ([0]: the primary)
-  bool spread_primary_ok = false;        // Write: the primary answered, and not an error
-  // get: the keys served by a copy; gat/gats: the spread keys whose TTL it changes (copy 0)
-  std::vector<SpreadRead> spread_reads;
+  // Hot-key spread (backend/hot_spread.h): its role for a spread key, or a get's keys served by
+  // a copy (spread_state.h; null: the request has nothing to do with a spread key).
+  SpreadState* spread = nullptr;
 
   // Replication: a write sent to every replica of its key (backend/replica_write.h;
   // replica_write_state.h; null: not a replicated write). Never streamed (rewrites): the
@@ -294,14 +266,7 @@ struct PendingRequest {
     key_warm.clear();
     meta_flags.clear();
     binary.active = false;
-    spread_role = SpreadRole::None;
-    spread.reset();
-    spread_copy = 0;
-    spread_mark = 0;
-    spread_pool = nullptr;
-    spread_replies.clear();
-    spread_primary_ok = false;
-    spread_reads.clear();
+    SpreadState::release(spread);
     ReplicaWrite::release(replica);
     replica_topology = nullptr;
     replica_read = false;
@@ -319,6 +284,11 @@ struct PendingRequest {
 // Key i of a multi-get (its bytes live in r.line).
 inline std::string_view multigetKey(const PendingRequest& r, uint32_t i) {
   return std::string_view(r.line).substr(r.key_offsets[2 * i], r.key_offsets[2 * i + 1]);
+}
+
+// What r is to a spread key (SpreadRole::None without spread state).
+inline SpreadRole spreadRole(const PendingRequest& r) {
+  return r.spread != nullptr ? r.spread->role : SpreadRole::None;
 }
 
 // Whether a part of multi-get r that fails is settled on completion, where its keys may go on

@@ -23,7 +23,9 @@ class SpreadCopyReply final : public ReplyHandler {
     return UnitVerdict::Done;
   }
   void onFailure(BackendConnection&, PendingRequest& r, uint32_t copy, BackendFailure) override {
-    r.spread_replies[copy] = kSpreadFailed;
+    if (r.spread != nullptr && copy < r.spread->replies.size()) {
+      r.spread->replies[copy] = kSpreadFailed;
+    }
   }
 };
 
@@ -37,15 +39,15 @@ ReplyHandler& spreadCopyHandler() {
 
 void recordSpreadReply(PendingRequest& r, uint32_t copy, const protocol::Reply& rep,
                        std::string_view line) {
-  if (copy >= r.spread_replies.size()) {
+  if (r.spread == nullptr || copy >= r.spread->replies.size()) {
     return;
   }
   if (copy == 0) {
-    r.spread_primary_ok = !rep.isError();
+    r.spread->primary_ok = !rep.isError();
   }
   // The whole line: storage replies are fixed words, incr/decr's a number both must agree on.
   uint64_t h = std::hash<std::string_view>{}(line.substr(0, rep.line_length));
-  r.spread_replies[copy] = h >= kSpreadPending ? h - 2 : h;
+  r.spread->replies[copy] = h >= kSpreadPending ? h - 2 : h;
 }
 
 void missedAtCopy(SpreadEntry& entry, uint32_t copy, stats::WorkerCounters& c) {
@@ -57,27 +59,31 @@ void missedAtCopy(SpreadEntry& entry, uint32_t copy, stats::WorkerCounters& c) {
 }
 
 void settleSpreadWrite(PendingRequest& r, stats::WorkerCounters& c) {
-  for (const SpreadRead& s : r.spread_reads) {
-    if (s.copy == 0) {
-      s.entry->writes_done.fetch_add(1);  // a gat/gats at the primary: its TTL change is done
+  if (r.spread == nullptr) {
+    return;
+  }
+  const SpreadState& s = *r.spread;
+  for (const SpreadRead& read : s.reads) {
+    if (read.copy == 0) {
+      read.entry->writes_done.fetch_add(1);  // a gat/gats at the primary: its TTL change is done
     }
   }
-  if (!r.spread) {
+  if (!s.entry) {
     return;
   }
-  if (r.spread_role == SpreadRole::Invalidate) {
-    r.spread->writes_done.fetch_add(1);
+  if (s.role == SpreadRole::Invalidate) {
+    s.entry->writes_done.fetch_add(1);
     return;
   }
-  if (r.spread_role != SpreadRole::Write) {
+  if (s.role != SpreadRole::Write) {
     return;
   }
-  SpreadEntry& e = *r.spread;
-  const uint64_t primary = r.spread_replies.empty() ? kSpreadFailed : r.spread_replies[0];
-  const bool primary_ok = r.spread_primary_ok && primary != kSpreadFailed;
-  for (uint32_t i = 1; i < r.spread_replies.size(); ++i) {
+  SpreadEntry& e = *s.entry;
+  const uint64_t primary = s.replies.empty() ? kSpreadFailed : s.replies[0];
+  const bool primary_ok = s.primary_ok && primary != kSpreadFailed;
+  for (uint32_t i = 1; i < s.replies.size(); ++i) {
     // A copy the request did not reach (no connection) is still pending: it differs too.
-    if (!primary_ok || r.spread_replies[i] != primary) {
+    if (!primary_ok || s.replies[i] != primary) {
       if ((e.filled.load() & (1u << i)) != 0) {
         stats::bump(c.spread_copy_mismatches);
       }
@@ -89,13 +95,14 @@ void settleSpreadWrite(PendingRequest& r, stats::WorkerCounters& c) {
 }
 
 void endSpreadFill(PendingRequest& r, bool ok, stats::WorkerCounters& c) {
-  if (!r.spread) {
+  if (r.spread == nullptr || !r.spread->entry) {
     return;
   }
-  SpreadEntry& e = *r.spread;
-  if (ok && r.spread_role == SpreadRole::FillWrite && e.writes_started.load() == r.spread_mark &&
+  const SpreadState& s = *r.spread;
+  SpreadEntry& e = *s.entry;
+  if (ok && s.role == SpreadRole::FillWrite && e.writes_started.load() == s.mark &&
       e.phase.load() == SpreadPhase::Spreading) {
-    e.markFilled(r.spread_copy, common::monotonicNs() / 1000000);
+    e.markFilled(s.copy, common::monotonicNs() / 1000000);
     e.fills.fetch_add(1);
     stats::bump(c.spread_fills);
   } else {

@@ -10,6 +10,7 @@
 #include "proxy/backend/dispatch_steps.h"
 #include "proxy/backend/pending_request.h"
 #include "proxy/backend/route_state.h"
+#include "proxy/backend/spread_state.h"
 #include "proxy/backend/warmup_state.h"
 #include "proxy/net/event_loop.h"
 #include "proxy/stats/backend_stats.h"
@@ -36,6 +37,7 @@ class WorkerContext {
   RequestPool& requests() { return requests_; }
   RouteStatePool& routeStates() { return route_states_; }
   ReplicaWritePool& replicaWrites() { return replica_writes_; }
+  SpreadStatePool& spreadStates() { return spread_states_; }
   WarmupRegistry& warmup() { return warmup_; }
   stats::WorkerCounters& counters() { return counters_; }
   stats::BackendStatsList& backendStats() { return backend_stats_; }
@@ -54,6 +56,7 @@ class WorkerContext {
   // Declared before the request pool, so destroyed after it: recycled requests return theirs.
   RouteStatePool route_states_;
   ReplicaWritePool replica_writes_;
+  SpreadStatePool spread_states_;
   RequestPool requests_;
   WarmupRegistry warmup_;
   stats::WorkerCounters counters_;

@@ -45,9 +45,11 @@ bool composeReply(PendingRequest& r, WorkerContext& worker) {
       if (continueRouteMultiget(r, worker)) {
         return false;  // keys gone on to their routes' next pools
       }
-      for (const SpreadRead& s : r.spread_reads) {
-        if (!r.failed && r.key_hit_length[s.key_index] == 0) {
-          missedAtCopy(*s.entry, s.copy, worker.counters());
+      if (r.spread != nullptr) {
+        for (const SpreadRead& s : r.spread->reads) {
+          if (!r.failed && r.key_hit_length[s.key_index] == 0) {
+            missedAtCopy(*s.entry, s.copy, worker.counters());
+          }
         }
       }
       assembleMultiget(r, worker.counters());

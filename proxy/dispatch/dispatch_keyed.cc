@@ -91,15 +91,17 @@ void Dispatcher::dispatchKeyed(std::string_view line) {
     return;
   }
   if (use == SpreadUse::ReadCopy && copy > 0) {
-    r->spread_role = SpreadRole::Read;
-    r->spread = *spread;
-    r->spread_copy = copy;
+    r->spread = worker_.spreadStates().acquire();
+    r->spread->role = SpreadRole::Read;
+    r->spread->entry = *spread;
+    r->spread->copy = copy;
   } else if (use == SpreadUse::Invalidate) {
     // Its copies could not be written alike (a cas value, meta flags): none is read again until
     // a fill, which waits for this write to be done (settleSpreadWrite).
     SpreadEntry& e = **spread;
-    r->spread_role = SpreadRole::Invalidate;
-    r->spread = *spread;
+    r->spread = worker_.spreadStates().acquire();
+    r->spread->role = SpreadRole::Invalidate;
+    r->spread->entry = *spread;
     e.writes_started.fetch_add(1);
     e.filled.store(1);
     stats::bump(counters.spread_invalidations);

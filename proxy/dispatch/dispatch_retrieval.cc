@@ -115,8 +115,11 @@ void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
   r->key_offsets.resize(2 * n);
   r->key_fragment.resize(n);
   r->key_hit_length.assign(n, 0);
-  r->spread_reads.swap(spread_reads_);
-  spread_reads_.clear();
+  if (!spread_reads_.empty()) {
+    r->spread = worker_.spreadStates().acquire();
+    r->spread->reads.swap(spread_reads_);
+    spread_reads_.clear();
+  }
   if (across_ == nullptr && pool_->config().routing.replicas > 1 && !warm) {
     r->replica_read = true;  // fragments that fail go on to each key's next replica
     r->rewrites = true;

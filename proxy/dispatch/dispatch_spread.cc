@@ -93,9 +93,10 @@ void Dispatcher::dispatchSpreadWrite(PendingRequest* r, BackendConnection& prima
     r->resend = head;  // replayable (see replayable())
   }
   r->rewrites = true;
-  r->spread_role = SpreadRole::Write;
-  r->spread = entry;
-  r->spread_replies.assign(e.copies.size(), kSpreadPending);
+  r->spread = worker_.spreadStates().acquire();
+  r->spread->role = SpreadRole::Write;
+  r->spread->entry = entry;
+  r->spread->replies.assign(e.copies.size(), kSpreadPending);
   e.writes_started.fetch_add(1);
   in.drain(req_->line_length);
   const uint64_t data_length = req_->has_data ? req_->value_length + 2 : 0;

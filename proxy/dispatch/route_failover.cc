@@ -142,7 +142,7 @@ bool continueRouteMultiget(PendingRequest& r, WorkerContext& worker) {
 
 bool continueRouteFailover(PendingRequest& r) {
   if (r.route == nullptr || !r.route->failsOver() || r.session == nullptr || r.refused ||
-      r.shape != Shape::Direct || r.replica != nullptr || r.spread_role != SpreadRole::None ||
+      r.shape != Shape::Direct || r.replica != nullptr || spreadRole(r) != SpreadRole::None ||
       !failsOver(r)) {
     return false;
   }

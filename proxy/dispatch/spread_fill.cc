@@ -60,11 +60,12 @@ PendingRequest* detached(WorkerContext& worker, const PendingRequest* like) {
   r->refs = 1;
   r->fragments_left = 1;
   r->noreply = true;
-  if (like != nullptr) {
-    r->spread = like->spread;
-    r->spread_copy = like->spread_copy;
-    r->spread_mark = like->spread_mark;
-    r->spread_pool = like->spread_pool;
+  r->spread = worker.spreadStates().acquire();
+  if (like != nullptr && like->spread != nullptr) {
+    r->spread->entry = like->spread->entry;
+    r->spread->copy = like->spread->copy;
+    r->spread->mark = like->spread->mark;
+    r->spread->pool = like->spread->pool;
   }
   return r;
 }
@@ -79,7 +80,7 @@ void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::strin
                        WorkerContext& worker);
 
 // A fill's read of the primary (it then writes the copy) or its write of the copy (the
-// request's spread_role says which). A fill that fails is abandoned.
+// request's spread role says which). A fill that fails is abandoned.
 class SpreadFillReply final : public ReplyHandler {
  public:
   UnitVerdict onUnit(BackendConnection& conn, PendingRequest& r, uint32_t,
@@ -122,11 +123,11 @@ void startSpreadFill(PoolRuntime& pool, const std::shared_ptr<SpreadEntry>& entr
     return;
   }
   PendingRequest* r = detached(worker, nullptr);
-  r->spread_role = SpreadRole::FillRead;
-  r->spread = entry;
-  r->spread_copy = copy;
-  r->spread_mark = mark;
-  r->spread_pool = &pool;
+  r->spread->role = SpreadRole::FillRead;
+  r->spread->entry = entry;
+  r->spread->copy = copy;
+  r->spread->mark = mark;
+  r->spread->pool = &pool;
   protocol::RequestWriter mg(conn->output());
   mg.verb(protocol::Command::MetaGet).arg(e.key).flag('v').flag('f').flag('t').end();
   conn->expect(r, spread_fill_reply, 0, Expect::OneUnit, mg.written());
@@ -139,11 +140,12 @@ namespace {
 void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::string_view unit,
                        WorkerContext& worker) {
   auto& c = worker.counters();
-  if (!r.spread) {
+  if (r.spread == nullptr || !r.spread->entry) {
     return;
   }
-  SpreadEntry& e = *r.spread;
-  if (r.spread_role == SpreadRole::FillWrite) {
+  const SpreadState& s = *r.spread;
+  SpreadEntry& e = *s.entry;
+  if (s.role == SpreadRole::FillWrite) {
     endSpreadFill(r, rep.kind == protocol::ReplyKind::MetaHit, c);
     return;
   }
@@ -151,14 +153,13 @@ void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::strin
   // primary is what a read of the key answers anyway.
   FillValue v;
   if (rep.kind == protocol::ReplyKind::MetaMiss) {
-    e.missed_at.store(r.spread_mark);
+    e.missed_at.store(s.mark);
   }
-  PoolRuntime* pool = r.spread_pool;
+  PoolRuntime* pool = s.pool;
   const std::shared_ptr<SpreadEntry>* now = pool != nullptr ? pool->spreadEntry(e.key) : nullptr;
   if (rep.kind != protocol::ReplyKind::MetaValue ||
       !parseFillValue(unit.substr(0, rep.line_length), &v) || v.length + 2 != rep.data_length ||
-      v.ttl == 0 || now == nullptr || now->get() != &e ||
-      e.writes_started.load() != r.spread_mark) {
+      v.ttl == 0 || now == nullptr || now->get() != &e || e.writes_started.load() != s.mark) {
     // (Also when a reload moved the pool to another snapshot, whose copies are other servers.)
     abandon(e, worker);
     return;
@@ -177,13 +178,13 @@ void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::strin
     }
     ttl = std::to_string(t);
   }
-  BackendConnection* conn = pool->by_index[e.copies[r.spread_copy]]->connectionFor(r.spread_mark);
+  BackendConnection* conn = pool->by_index[e.copies[s.copy]]->connectionFor(s.mark);
   if (conn == nullptr) {
     abandon(e, worker);
     return;
   }
   PendingRequest* w = detached(worker, &r);
-  w->spread_role = SpreadRole::FillWrite;
+  w->spread->role = SpreadRole::FillWrite;
   std::string line;
   protocol::appendMetaSetLine(line, e.key, v.length, v.flags, ttl);
   std::string_view data = unit.substr(rep.line_length);  // the value and its "\r\n"

@@ -44,7 +44,7 @@ bool isRead(const PendingRequest& r) {
 // not apply; nullopt for a request that is no such write. Meta writes and a binary touch answer
 // in the client's format, prepared at dispatch (empty if the policy changed since: no answer).
 std::optional<std::string_view> notAppliedReply(const PendingRequest& r) {
-  if (r.shape != Shape::Direct || r.spread_role != SpreadRole::None) {
+  if (r.shape != Shape::Direct || spreadRole(r) != SpreadRole::None) {
     return std::nullopt;
   }
   switch (r.command) {
