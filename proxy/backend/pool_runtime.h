@@ -24,6 +24,7 @@ namespace mcring::core {
 
 struct PoolRuntime;
 class RouteHandler;  // dispatch/route_handler.h
+class PoolHandler;   // dispatch/pool_handler.h
 
 // One route of a routed listener (config::RouteConfig) as a worker runs it: the pools it sends
 // to, resolved on this worker, its counters, and the chain of route handlers dispatch evaluates
@@ -44,6 +45,9 @@ struct RouteRuntime {
 struct PoolRuntime {
   std::string name;
   std::shared_ptr<const config::PoolTopology> topology;
+  // The pool's features as handlers (dispatch/pool_handler.h), built from the snapshot's config
+  // (Worker::applyTopology); empty for a pool with no replication, spread or warm-up.
+  std::vector<std::shared_ptr<const PoolHandler>> handlers;
   PoolTls tls;  // the TLS contexts of the snapshot's config (pool_security.h)
   protocol::RequestParser parser;
   // Backends by identity; by_index follows the snapshot's server order (what route() returns).

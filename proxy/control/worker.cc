@@ -277,6 +277,7 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
         runtime->removed ? nullptr : runtime->topology;
     std::vector<BackendServer*> previous_by_index = runtime->by_index;
     runtime->topology = pool_topo;
+    runtime->handlers = buildPoolHandlers(pool_topo->config);
     runtime->tls = {};
     if (prefix_stats_ != nullptr) {
       runtime->detail = prefix_stats_->forPool(name, pool_topo->config.prefix_delimiter,

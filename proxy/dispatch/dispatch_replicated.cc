@@ -1,5 +1,6 @@
-// Dispatcher: replication (replicas > 1; docs/design.md, "Replication"): a write to every replica
-// of its key, a read's failover state, the TTLs its other replicas get.
+// Dispatcher, as the PoolContext of ReplicationHandler (pool_handlers.h; replicas > 1;
+// docs/design.md, "Replication"): a write to every replica of its key, a read's failover state,
+// the TTLs its other replicas get.
 #include <algorithm>
 #include <array>
 #include <span>
@@ -18,40 +19,32 @@ using protocol::CommandClass;
 
 // A replicated mg keeps what the next replica gets if this one cannot serve it (and is never
 // streamed meanwhile: failover.h).
-void Dispatcher::prepareReplicaRead(PendingRequest* r, std::string_view line, std::string_view key,
-                                    bool quiet) {
+void Dispatcher::keepForNextReplica(KeyedCall& call) {
+  PendingRequest* r = call.r;
   r->replica_read = true;
   r->rewrites = true;
   r->replica_session = src_->id();
   r->replica_topology = pool_->topology.get();
-  r->failover_key.assign(key);
-  r->failover_line.assign(line.substr(0, req_->line_length));
-  if (quiet) {
+  r->failover_key.assign(call.key);
+  r->failover_line.assign(call.line.substr(0, req_->line_length));
+  if (call.quiet_meta) {
     protocol::RequestWriter(r->failover_line).noop();
   }
-  r->failover_expect = quiet ? Expect::UntilNoop : Expect::OneUnit;
+  r->failover_expect = call.quiet_meta ? Expect::UntilNoop : Expect::OneUnit;
 }
 
-// The writes that go to every replica of their key (replicas > 1). mg and me are reads (an mg
-// with N, T or E changes the item at the replica it reads: docs/design.md, "Replication").
-bool Dispatcher::replicatedWrite(Command c) {
-  switch (c) {
-    case Command::Set:
-    case Command::Add:
-    case Command::Replace:
-    case Command::Append:
-    case Command::Prepend:
-    case Command::Cas:
-    case Command::Delete:
-    case Command::Incr:
-    case Command::Decr:
-    case Command::Touch:
-    case Command::MetaSet:
-    case Command::MetaDelete:
-    case Command::MetaArithmetic:
-      return true;
-    default:
-      return false;
+// A replicated mg whose replica's connect could not even start: on to the next (failover.h).
+void Dispatcher::sendToNextReplica(KeyedCall& call) {
+  PendingRequest* r = call.r;
+  BackendServer* server = call.server;
+  keepForNextReplica(call);
+  src_->input().drain(consumedLength());
+  server->countFailure(server->lastFailure());
+  r->read_failed_at = server;
+  r->read_failure = server->lastFailure();
+  r->reply.append(backendFailureReply(r->read_failure));
+  if (!continueReadFailover(*r, worker_)) {
+    src_->completeWith(r, std::string_view());
   }
 }
 
@@ -84,8 +77,11 @@ void forEachMetaFlag(std::string_view args, size_t skip_tokens, F f) {
 // md, ma with a C flag) goes to the primary alone: a cas unique is one server's; if the primary
 // applies it, the other replicas get replica_followup (a plain set of the same value, flags and
 // exptime; the meta command without C; an md for an ma, whose result only the primary knows).
-void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view line,
-                                         std::string_view key, uint32_t primary) {
+void Dispatcher::sendToReplicas(KeyedCall& call) {
+  PendingRequest* r = call.r;
+  const std::string_view line = call.line;
+  const std::string_view key = call.key;
+  const uint32_t primary = call.index;
   static_assert(kReplicaSlots == routing::kMaxReplicas);
   std::array<uint32_t, kReplicaSlots> set{};
   uint32_t n =
@@ -120,7 +116,7 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
   countForBackend(*pool_->by_index[set[0]], key);
   if (pool_->warmup) {
     if (BackendServer* prev = pool_->warmup->previousOwner(key, pool_->by_index[set[0]])) {
-      invalidatePrevious(r, *prev, line);  // before the line leaves the input
+      invalidateAtPrevious(r, *prev, line);  // before the line leaves the input
     }
   }
   // Meta q is kept (the backend applies it; mcring's mn follows).
@@ -204,13 +200,11 @@ void Dispatcher::dispatchReplicatedWrite(PendingRequest* r, std::string_view lin
   }
 }
 
-// gat/gats, and an mg with T (binary TOUCH and GAT become one), set the TTL of what they read,
-// and a replicated read goes to one replica (`read_at`): the key's other replicas get the same
-// TTL by a detached `line` (a `touch`, or an `mg <key> T<ttl>`: a write, whose reply is nobody's),
-// so that a failover after the TTL does not read the key a client told to expire, nor lose a TTL
-// a client extended. A replica that cannot be reached missed it, as it would a write
-// (return_flush).
-void Dispatcher::touchOtherReplicas(std::string_view key, uint32_t read_at, std::string_view line) {
+// A TTL change (`line`: a `touch`, or an `mg <key> T<ttl>`) to the key's replicas other than
+// `read_at`, as detached requests whose replies are nobody's (ReplicationHandler says why). A
+// replica that cannot be reached missed it, as it would a write (return_flush).
+void Dispatcher::sendToOtherReplicas(std::string_view key, uint32_t read_at,
+                                     std::string_view line) {
   std::array<uint32_t, routing::kMaxReplicas> set{};
   const uint32_t n = pool_->topology->router->replicaSet(key, set);
   for (uint32_t j = 0; j < n; ++j) {

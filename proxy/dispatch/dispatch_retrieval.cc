@@ -26,64 +26,32 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
     stats::bump(counters.cmd_touch);
   }
   routes_.resize(n);
-  bool single = true;
-  // Plain get keys that are spread go to one of their filled copies (gets returns the primary's
-  // CAS unique: to the primary). gat/gats change the item's TTL: to the primary, and the copies
-  // are unfilled, as for an mg with T (spreadUse).
-  const bool spread = pool_->spread && !pool_->spread->entries.empty();
-  const bool spreadable = spread && req_->command == Command::Get;
-  const bool touches = spread && (req_->command == Command::Gat || req_->command == Command::Gats);
   spread_reads_.clear();
-  // Replication: each key to its first readable replica, always split per key (failover.h).
-  const bool replicated = pool_->config().routing.replicas > 1;
+  RetrievalCall call;
+  call.line = line;
+  call.servers = std::span<uint32_t>(routes_);
+  call.spread_reads = &spread_reads_;
+  // Each key's server: the ring's, unless the pool's handlers (pool_handler.h) place it.
+  const auto& handlers = pool_->handlers;
+  bool single = true;
   for (size_t i = 0; i < n; ++i) {
-    std::string_view key = req_->keys[i].in(line);
-    routes_[i] = replicated ? readReplica(*pool_, worker_, key, src_->id()) : pool_->route(key);
-    if (spreadable) {
-      if (const std::shared_ptr<SpreadEntry>* e = pool_->spreadEntry(key)) {
-        uint32_t copy = readCopy(*e);
-        if (copy > 0) {
-          routes_[i] = (*e)->copies[copy];
-          spread_reads_.push_back({static_cast<uint32_t>(i), copy, *e});
-        }
-      }
-    } else if (touches) {
-      if (const std::shared_ptr<SpreadEntry>* e = pool_->spreadEntry(key)) {
-        // No copy is read again until a fill, which waits until this gat is done
-        // (settleSpreadWrite: a spread read of copy 0 is the primary's TTL change).
-        (*e)->writes_started.fetch_add(1);
-        (*e)->filled.store(1);
-        stats::bump(counters.spread_invalidations);
-        spread_reads_.push_back({static_cast<uint32_t>(i), 0, *e});
-      }
+    routes_[i] = pool_->route(req_->keys[i].in(line));
+    for (const auto& h : handlers) {
+      h->placeKey(*this, call, i);
     }
     single = single && routes_[i] == routes_[0];
   }
-  bool warm = false;
-  if (pool_->warmup) {
-    for (size_t i = 0; i < n && !warm; ++i) {
-      warm = pool_->warmup->previousOwner(req_->keys[i].in(line), pool_->by_index[routes_[i]]) !=
-             nullptr;
-    }
+  for (const auto& h : handlers) {
+    h->placedKeys(*this, call);
   }
-  if (replicated && (req_->command == Command::Gat || req_->command == Command::Gats)) {
-    const std::string_view exptime = req_->exptime.in(line);
-    for (size_t i = 0; i < n; ++i) {
-      const std::string_view key = req_->keys[i].in(line);
-      head_.clear();
-      protocol::RequestWriter(head_).touch(key, exptime);
-      touchOtherReplicas(key, routes_[i], head_);
-    }
-  }
-  if (!single || warm || coalescing() || splitsLines(line.size()) || !spread_reads_.empty() ||
-      replicated || !key_probes_.empty() || !multiget_failover_.empty()) {
-    // A moved key's miss takes a second hop: that needs the per-key bookkeeping of a split get,
-    // and so does a get whose keys share a line with other requests' (coalesce_gets), and a long
-    // gat/gats that goes to its server as several lines; and a key read at a spread copy, whose
-    // miss there clears the copy (completeRequest); and a routed get whose keys are compared
-    // with a shadow's answers, which needs each key's hit or miss, or whose keys may fail over
-    // to other pools one by one.
-    dispatchMultiget(line, warm);
+  if (!single || call.split || coalescing() || splitsLines(line.size()) || !key_probes_.empty() ||
+      !multiget_failover_.empty()) {
+    // Per-key bookkeeping: keys on several servers; a handler's (a moved key's second hop, a
+    // key read at a spread copy, a replica's failover); a get whose keys share a line with
+    // other requests' (coalesce_gets); a long gat/gats that goes to its server as several
+    // lines; a routed get whose keys are compared with a shadow's answers, which needs each
+    // key's hit or miss, or whose keys may fail over to other pools one by one.
+    dispatchMultiget(line, &call);
     return;
   }
   // Every key lives on one backend: forward the line as-is and pass the reply through.
@@ -103,28 +71,22 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
   conn->expect(r, 0, Delivery::Direct, Expect::Retrieval, req_->line_length);
 }
 
-void Dispatcher::dispatchMultiget(std::string_view line, bool warm) {
+void Dispatcher::dispatchMultiget(std::string_view line, const RetrievalCall* call) {
   auto& counters = worker_.counters();
   PendingRequest* r = newRequest(req_->command);
   r->shape = Shape::Multiget;
-  r->warm = warm;
   r->exptime = req_->exptime;
+  const bool warm = call != nullptr && call->warm;
   size_t n = req_->keys.size();
   r->key_count = static_cast<uint32_t>(n);
   r->line.assign(line);
   r->key_offsets.resize(2 * n);
   r->key_fragment.resize(n);
   r->key_hit_length.assign(n, 0);
-  if (!spread_reads_.empty()) {
-    r->spread = worker_.spreadStates().acquire();
-    r->spread->reads.swap(spread_reads_);
-    spread_reads_.clear();
-  }
-  if (across_ == nullptr && pool_->config().routing.replicas > 1 && !warm) {
-    r->replica_read = true;  // fragments that fail go on to each key's next replica
-    r->rewrites = true;
-    r->replica_session = src_->id();
-    r->replica_topology = pool_->topology.get();
+  if (call != nullptr) {
+    for (const auto& h : pool_->handlers) {
+      h->prepareMultiget(*this, *call, *r);
+    }
   }
   // A route's failover, unless the pool's own replica failover or warm-up handles its misses.
   const bool route_failover = !multiget_failover_.empty() && !r->replica_read && !warm;

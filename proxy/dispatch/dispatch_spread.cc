@@ -1,5 +1,5 @@
-// Dispatcher: a hot key's spread (backend/hot_spread.h): which copy a read goes to, a write to
-// every copy.
+// Dispatcher, as the PoolContext of SpreadHandler (pool_handlers.h; backend/hot_spread.h): which
+// copy a read goes to, a write to every copy.
 #include <algorithm>
 #include <array>
 #include <span>
@@ -14,47 +14,6 @@ namespace mcring::core {
 
 using protocol::Command;
 using protocol::CommandClass;
-
-// What a request does to a spread key. Writes that every copy applies alike go to all of them;
-// a cas (its unique is the primary's) and the meta writes (flags mcring does not reason about)
-// go to the primary and unfill the copies; reads that return a CAS, or may change the item, go
-// to the primary (the latter unfill the copies too).
-Dispatcher::SpreadUse Dispatcher::spreadUse(std::string_view line) const {
-  switch (req_->command) {
-    case Command::Set:
-    case Command::Add:
-    case Command::Replace:
-    case Command::Append:
-    case Command::Prepend:
-    case Command::Delete:
-    case Command::Incr:
-    case Command::Decr:
-    case Command::Touch:
-      return SpreadUse::Write;
-    case Command::MetaGet: {
-      std::string_view args = req_->args.in(line);
-      size_t key_end = req_->keys[0].offset + req_->keys[0].length - req_->args.offset;
-      std::string_view flags = args.substr(std::min(key_end, args.size()));
-      bool cas = false;
-      for (size_t i = 0; i < flags.size(); ++i) {
-        if (flags[i] == ' ' || flags[i] == '\r' || flags[i] == '\n' ||
-            (i > 0 && flags[i - 1] != ' ')) {
-          continue;  // only each token's first character is its flag
-        }
-        if (flags[i] == 'c') {
-          cas = true;
-        } else if (std::string_view("vfktOsqb").find(flags[i]) == std::string_view::npos) {
-          return SpreadUse::Invalidate;  // N, T, E, I, h, l, ...: it may change the item
-        }
-      }
-      return cas ? SpreadUse::Primary : SpreadUse::ReadCopy;
-    }
-    case Command::MetaDebug:
-      return SpreadUse::Primary;
-    default:
-      return SpreadUse::Invalidate;
-  }
-}
 
 // The copy a plain read of a spread key goes to: a random filled one (the primary while the
 // key collapses, or during a warm-up window, whose second hops assume the key's own server).
@@ -83,9 +42,11 @@ uint32_t Dispatcher::readCopy(const std::shared_ptr<SpreadEntry>& entry) {
 // A write of a spread key: to every copy (classic noreply dropped there, as for the primary:
 // mcring reads every reply), the client's reply the primary's, sent once every copy answered
 // (`rewrites`: never streamed before). A copy that answers otherwise loses its filled bit.
-void Dispatcher::dispatchSpreadWrite(PendingRequest* r, BackendConnection& primary,
-                                     const std::shared_ptr<SpreadEntry>& entry,
-                                     std::string_view line) {
+void Dispatcher::sendToCopies(KeyedCall& call) {
+  PendingRequest* r = call.r;
+  BackendConnection& primary = *call.conn;
+  const std::shared_ptr<SpreadEntry>& entry = *call.spread;
+  const std::string_view line = call.line;
   SpreadEntry& e = *entry;
   net::Buffer& in = src_->input();
   const std::string& head = lineAsSent(line, req_->noreply_token);

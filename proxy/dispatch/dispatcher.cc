@@ -1,8 +1,8 @@
 // Dispatcher: a request's entry (a routed listener's goes through routed.cc first), its FIFO slot,
 // and what every kind shares: per-backend accounting, the line as sent, an unavailable server's
 // answer. By request kind: dispatch_keyed.cc, dispatch_retrieval.cc (the multi-get split),
-// local_answers.cc; features on the way: dispatch_replicated.cc, dispatch_spread.cc,
-// invalidation.cc, routed.cc.
+// local_answers.cc; routes: routed.cc; what pool handlers (pool_handler.h) have done:
+// dispatch_replicated.cc, dispatch_spread.cc, invalidation.cc.
 #include "proxy/dispatch/dispatcher.h"
 
 #include <algorithm>
@@ -103,6 +103,10 @@ void Dispatcher::dispatchToPool(std::string_view line) {
       dispatchFlushAll(line);
       return;
   }
+}
+
+uint64_t Dispatcher::sessionId() const {
+  return src_->id();
 }
 
 void Dispatcher::traceRequest(PendingRequest* r) {

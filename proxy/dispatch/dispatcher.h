@@ -2,9 +2,11 @@
 // splits a multi-get into per-server fragments (or shared get lines, coalesce_gets), forwards a
 // storage command's data block without copying it, broadcasts flush_all, answers version,
 // verbosity, quit and mn itself, merges memcached's stats views and version from the pool's
-// servers (stats_views.h) and their `lru_crawler metadump`s (metadump.h), and adds warm-up steps
-// (invalidating a moved key's previous copy). The reply comes back through the backend connections
-// and dispatch/completion.h. Worker-thread only.
+// servers (stats_views.h) and their `lru_crawler metadump`s (metadump.h). A routed listener's
+// request goes through its route's handlers first (route_handler.h), every request through its
+// pool's (pool_handler.h: replication, spread, warm-up); the Dispatcher is the context both
+// kinds of handler act through. The reply comes back through the backend connections and
+// dispatch/completion.h. Worker-thread only.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/worker_context.h"
 #include "proxy/dispatch/metadump.h"
+#include "proxy/dispatch/pool_handler.h"
 #include "proxy/dispatch/request_source.h"
 #include "proxy/dispatch/route_handler.h"
 #include "proxy/dispatch/shadow.h"
@@ -25,7 +28,7 @@
 
 namespace mcring::core {
 
-class Dispatcher final : private RouteContext {
+class Dispatcher final : private RouteContext, private PoolContext {
  public:
   Dispatcher(WorkerContext& worker, StatsViews& views, Metadumps& dumps, Shadows& shadows)
       : worker_(worker), views_(views), dumps_(dumps), shadows_(shadows) {}
@@ -87,9 +90,10 @@ class Dispatcher final : private RouteContext {
     return across_ != nullptr ? *(*across_)[s] : *pool_->by_index[s];
   }
   void dispatchKeyed(std::string_view line);
+  void sendDirect(KeyedCall& call);
   void dispatchRetrieval(std::string_view line);
-  void dispatchMultiget(std::string_view line, bool warm);
-  void touchOtherReplicas(std::string_view key, uint32_t read_at, std::string_view line);
+  // A multi-get split per server; `call`: its pool's handlers' decisions (null: across routes).
+  void dispatchMultiget(std::string_view line, const RetrievalCall* call);
   const std::string& lineAsSent(std::string_view line, const protocol::Span& noreply);
   // The current get/gets goes out with its keys in lines shared with other requests
   // (coalesce_gets; gat/gats carry an exptime and keep lines of their own).
@@ -105,23 +109,25 @@ class Dispatcher final : private RouteContext {
     return line_length > kMaxBackendLine &&
            (req_->command == protocol::Command::Gat || req_->command == protocol::Command::Gats);
   }
-  // Hot-key spread (backend/hot_spread.h).
-  enum class SpreadUse : uint8_t { Primary, Write, Invalidate, ReadCopy };
-  SpreadUse spreadUse(std::string_view line) const;
-  uint32_t readCopy(const std::shared_ptr<SpreadEntry>& entry);
-  void dispatchSpreadWrite(PendingRequest* r, BackendConnection& primary,
-                           const std::shared_ptr<SpreadEntry>& entry, std::string_view line);
-  void invalidatePrevious(PendingRequest* r, BackendServer& prev, std::string_view line);
   bool replayable(std::string_view line) const;
-  // Replication (replicas > 1; backend/replica_write.h, failover.h).
-  static bool replicatedWrite(protocol::Command c);
-  void prepareReplicaRead(PendingRequest* r, std::string_view line, std::string_view key,
-                          bool quiet);
-  void dispatchReplicatedWrite(PendingRequest* r, std::string_view line, std::string_view key,
-                               uint32_t primary);
+  // PoolContext: what the pool handlers (pool_handler.h) have done. Replication:
+  // dispatch_replicated.cc; spread: dispatch_spread.cc; warm-up: invalidation.cc.
+  PoolRuntime& pool() override { return *pool_; }
+  WorkerContext& worker() override { return worker_; }
+  const protocol::Request& request() const override { return *req_; }
+  uint64_t sessionId() const override;
+  std::string& scratchLine() override { return head_; }
+  void sendToReplicas(KeyedCall& call) override;
+  void sendToOtherReplicas(std::string_view key, uint32_t read_at, std::string_view line) override;
+  void keepForNextReplica(KeyedCall& call) override;
+  void sendToNextReplica(KeyedCall& call) override;
+  uint32_t readCopy(const std::shared_ptr<SpreadEntry>& entry) override;
+  void sendToCopies(KeyedCall& call) override;
+  void invalidatePrevious(KeyedCall& call, BackendServer& previous) override;
   void dispatchFlushAll(std::string_view line);
   void refuse(PendingRequest* r);  // flush_all not allowed
   void answerLocal(std::string_view line);
+  void invalidateAtPrevious(PendingRequest* r, BackendServer& prev, std::string_view line);
   void invalidateKey(std::string_view line);
   void invalidateAt(BackendServer& server, std::string_view line);
   void countForBackend(BackendServer& server, std::string_view key);

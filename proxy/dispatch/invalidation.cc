@@ -56,7 +56,12 @@ void Dispatcher::invalidateTooLarge(RequestSource& src, PoolRuntime& pool,
 // Warm migration: a write or delete of a moved key also deletes the previous server's copy
 // (so that neither a later warm-up fetch nor a rollback of the change brings the old value
 // back), and cancels copies of fetches of it in flight. The request's reply waits for it.
-void Dispatcher::invalidatePrevious(PendingRequest* r, BackendServer& prev, std::string_view line) {
+void Dispatcher::invalidatePrevious(KeyedCall& call, BackendServer& previous) {
+  invalidateAtPrevious(call.r, previous, call.line);
+}
+
+void Dispatcher::invalidateAtPrevious(PendingRequest* r, BackendServer& prev,
+                                      std::string_view line) {
   worker_.warmup().cancelCopies(req_->routingKey(line, 0));
   r->rewrites = true;  // a delete's NOT_FOUND may become DELETED (BackendConnection::finish)
   BackendConnection* conn = prev.connectionFor(src_->id());

@@ -1,5 +1,6 @@
 #include "proxy/dispatch/route_tree.h"
 
+#include "proxy/dispatch/pool_handlers.h"
 #include "proxy/dispatch/route_handlers.h"
 
 namespace mcring::core {
@@ -26,6 +27,20 @@ std::shared_ptr<const RouteHandler> buildRouteTree(const RouteRuntime& route) {
     chain = std::make_unique<RateLimitRoute>(route.limit, route.stats.get(), std::move(chain));
   }
   return std::make_shared<CountRoute>(route.stats.get(), std::move(chain));
+}
+
+std::vector<std::shared_ptr<const PoolHandler>> buildPoolHandlers(const config::PoolConfig& pool) {
+  std::vector<std::shared_ptr<const PoolHandler>> handlers;
+  if (pool.routing.replicas > 1) {
+    handlers.push_back(std::make_shared<ReplicationHandler>());
+  }
+  if (pool.hot_key_spread > 0) {
+    handlers.push_back(std::make_shared<SpreadHandler>());
+  }
+  if (pool.warmup_window_ms > 0) {
+    handlers.push_back(std::make_shared<WarmupHandler>());
+  }
+  return handlers;
 }
 
 }  // namespace mcring::core

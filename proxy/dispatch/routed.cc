@@ -241,7 +241,7 @@ void Dispatcher::routedRetrieval(std::string_view line) {
     }
   }
   across_ = &across_servers_;
-  dispatchMultiget(line, /*warm=*/false);
+  dispatchMultiget(line, nullptr);
   across_ = nullptr;
 }
 

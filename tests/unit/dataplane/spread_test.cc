@@ -34,7 +34,7 @@ void fillFromPrimary(DataPlane& dp, dataplane::TestClient& client, FakeBackend& 
 
 TEST_CASE("spread: once the copy is filled, plain reads go to both servers, the primary too") {
   FakeBackend b0, b1;
-  DataPlane dp({&b0, &b1});
+  DataPlane dp({&b0, &b1}, "  hot_key_spread: 2\n");
   const std::string K = dp.keyOn(0, "hot");
   auto entry = dp.spread(K, {0, 1});
   auto client = dp.connect();
@@ -69,7 +69,7 @@ TEST_CASE("spread: once the copy is filled, plain reads go to both servers, the 
 
 TEST_CASE("spread: a write goes to every copy; a copy that answers differently is unfilled") {
   FakeBackend b0, b1;
-  DataPlane dp({&b0, &b1});
+  DataPlane dp({&b0, &b1}, "  hot_key_spread: 2\n");
   const std::string K = dp.keyOn(0, "w");
   auto entry = dp.spread(K, {0, 1});
   auto client = dp.connect();
