@@ -154,31 +154,12 @@ bool continueMultiget(PendingRequest& r, PoolRuntime& pool, WorkerContext& worke
 // without replication. `pool`: the session's, null if it is gone or a reload replaced the
 // snapshot the request was routed by (then no per-backend count).
 void settleMultiget(PendingRequest& r, const PoolRuntime* pool, WorkerContext& worker) {
-  for (uint32_t f = 0; f < r.fragment_count && !r.failed; ++f) {
-    Fragment& fr = r.fragments[f];
-    if (!fr.failed) {
-      continue;
-    }
-    uint64_t keys = 0;
-    for (uint32_t i : fr.key_indices) {
-      keys += r.key_fragment[i] == f && r.key_hit_length[i] == 0 ? 1 : 0;
-    }
-    if (keys == 0) {
-      continue;
-    }
-    BackendServer* server =
-        pool != nullptr && fr.server < pool->by_index.size() ? pool->by_index[fr.server] : nullptr;
-    const PoolRuntime* policy = pool != nullptr ? pool : r.pool;
-    if (policy != nullptr && answerUnavailableKeys(r, *policy, server, fr.failure, keys, worker)) {
-      fr.unavailable = true;  // no warm-up second hop for them either
-      continue;
-    }
-    r.failed = true;
-    if (r.error_line.empty()) {
-      r.error_line.assign(backendFailureReply(fr.failure));
-    }
-    stats::bump(worker.counters().server_errors);
-  }
+  settleFailedFragments(
+      r, worker, [&](const Fragment& fr, const PoolRuntime** policy, BackendServer** server) {
+        *server = pool != nullptr && fr.server < pool->by_index.size() ? pool->by_index[fr.server]
+                                                                       : nullptr;
+        *policy = pool != nullptr ? pool : r.pool;
+      });
 }
 
 }  // namespace

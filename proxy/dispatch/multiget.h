@@ -8,6 +8,9 @@
 #include "proxy/backend/backend_connection.h"
 #include "proxy/backend/backend_server.h"
 #include "proxy/backend/pending_request.h"
+#include "proxy/backend/pool_runtime.h"
+#include "proxy/backend/worker_context.h"
+#include "proxy/dispatch/unavailable.h"
 #include "proxy/stats/counters.h"
 
 namespace mcring::core {
@@ -41,6 +44,40 @@ class FragmentRound {
   const uint32_t first_;
   std::array<size_t, 64> bytes_{};  // line bytes of the round's first fragments
 };
+
+// The end of a multi-get's failover (replicas' or routes'): no replica or pool is left for the
+// keys not hit of its failed fragments. For each such fragment, `where(fr, &pool, &server)`
+// names the pool whose unavailable_reads answers them and the server that failed them (null if
+// a reload removed it meanwhile: not counted); the keys become misses, or the multi-get fails
+// with the fragment's failure, as without failover.
+template <typename Where>
+void settleFailedFragments(PendingRequest& r, WorkerContext& worker, Where where) {
+  for (uint32_t f = 0; f < r.fragment_count && !r.failed; ++f) {
+    Fragment& fr = r.fragments[f];
+    if (!fr.failed) {
+      continue;
+    }
+    uint64_t keys = 0;
+    for (uint32_t i : fr.key_indices) {
+      keys += r.key_fragment[i] == f && r.key_hit_length[i] == 0 ? 1 : 0;
+    }
+    if (keys == 0) {
+      continue;
+    }
+    const PoolRuntime* pool = nullptr;
+    BackendServer* server = nullptr;
+    where(fr, &pool, &server);
+    if (pool != nullptr && answerUnavailableKeys(r, *pool, server, fr.failure, keys, worker)) {
+      fr.unavailable = true;  // no warm-up second hop for them either
+      continue;
+    }
+    r.failed = true;
+    if (r.error_line.empty()) {
+      r.error_line.assign(backendFailureReply(fr.failure));
+    }
+    stats::bump(worker.counters().server_errors);
+  }
+}
 
 template <typename ServerOf>
 uint32_t FragmentRound::send(uint64_t session, ServerOf server_of) {

@@ -96,34 +96,16 @@ bool moveMultigetKeys(PendingRequest& r, RouteState& st) {
 // that failed them answers them by its unavailable_reads (misses), or the multi-get fails, as
 // without failover.
 void settleMultiget(PendingRequest& r, const RouteState& st, WorkerContext& worker) {
-  for (uint32_t f = 0; f < r.fragment_count && !r.failed; ++f) {
-    Fragment& fr = r.fragments[f];
-    if (!fr.failed) {
-      continue;
-    }
-    uint64_t keys = 0;
-    for (uint32_t i : fr.key_indices) {
-      keys += r.key_fragment[i] == f && r.key_hit_length[i] == 0 ? 1 : 0;
-    }
-    if (keys == 0) {
-      continue;
-    }
-    // Its server, if a reload did not remove it meanwhile (then it may be gone: not counted).
-    PoolRuntime& pool = *st.server_pools[fr.server];
-    BackendServer* server = st.servers[fr.server];
-    if (std::find(pool.by_index.begin(), pool.by_index.end(), server) == pool.by_index.end()) {
-      server = nullptr;
-    }
-    if (answerUnavailableKeys(r, pool, server, fr.failure, keys, worker)) {
-      fr.unavailable = true;
-      continue;
-    }
-    r.failed = true;
-    if (r.error_line.empty()) {
-      r.error_line.assign(backendFailureReply(fr.failure));
-    }
-    stats::bump(worker.counters().server_errors);
-  }
+  settleFailedFragments(
+      r, worker, [&](const Fragment& fr, const PoolRuntime** policy, BackendServer** server) {
+        // Its server, if a reload did not remove it meanwhile (then it may be gone: not counted).
+        const PoolRuntime& pool = *st.server_pools[fr.server];
+        *policy = &pool;
+        *server = st.servers[fr.server];
+        if (std::find(pool.by_index.begin(), pool.by_index.end(), *server) == pool.by_index.end()) {
+          *server = nullptr;
+        }
+      });
 }
 
 }  // namespace

@@ -75,12 +75,21 @@ class Recorder final : public PoolContext {
     return c;
   }
   const std::string& line() const { return line_; }
+  // A retrieval with its keys on `servers`.
+  RetrievalCall retrieval(std::vector<uint32_t>& servers) {
+    RetrievalCall c;
+    c.line = line_;
+    c.servers = servers;
+    c.spread_reads = &reads_;
+    return c;
+  }
 
  private:
   std::string line_;
   mcring::protocol::Request req_;
   std::string scratch_;
   PendingRequest request_;
+  std::vector<SpreadRead> reads_;
 };
 
 std::vector<std::string> kinds(const mcring::config::PoolConfig& pc) {
@@ -91,25 +100,23 @@ std::vector<std::string> kinds(const mcring::config::PoolConfig& pc) {
   return out;
 }
 
-const mcring::core::PoolHandler& handler(
-    const mcring::config::PoolConfig& pc, std::string_view kind,
-    std::vector<std::shared_ptr<const mcring::core::PoolHandler>>& keep) {
-  keep = buildPoolHandlers(pc);
-  for (const auto& h : keep) {
-    if (h->kind() == kind) {
-      return *h;
-    }
-  }
-  FAIL("no handler " << kind);
-  std::abort();
-}
-
 mcring::config::PoolConfig allFeatures() {
   mcring::config::PoolConfig pc;
   pc.routing.replicas = 2;
   pc.hot_key_spread = 2;
   pc.warmup_window_ms = 1000;
   return pc;
+}
+
+// The handler of that kind in a pool with every feature on.
+std::shared_ptr<const mcring::core::PoolHandler> handlerOf(std::string_view kind) {
+  for (const auto& h : buildPoolHandlers(allFeatures())) {
+    if (h->kind() == kind) {
+      return h;
+    }
+  }
+  FAIL("no handler " << kind);
+  return nullptr;
 }
 
 }  // namespace
@@ -128,122 +135,105 @@ TEST_CASE(
 }
 
 TEST_CASE("replication takes a write to every replica, and not a read") {
-  std::vector<std::shared_ptr<const mcring::core::PoolHandler>> keep;
-  const auto& h = handler(allFeatures(), "replication", keep);
+  const auto h = handlerOf("replication");
   for (const std::string line : {"set k 0 0 1\r\n", "delete k\r\n", "touch k 10\r\n",
                                  "ms k 1 T5\r\n", "md k q\r\n", "ma k\r\n", "incr k 1\r\n"}) {
     Recorder rec(line);
     KeyedCall call = rec.call();
-    CHECK(h.takeKeyed(rec, call));
+    CHECK(h->takeKeyed(rec, call));
     CHECK(rec.calls == std::vector<std::string>{"replicas k"});
   }
   Recorder read("mg k v\r\n");
   KeyedCall call = read.call();
-  CHECK_FALSE(h.takeKeyed(read, call));
+  CHECK_FALSE(h->takeKeyed(read, call));
   CHECK(read.calls.empty());
 }
 
 TEST_CASE("replication: a read at one replica goes to the next when that one cannot take it") {
-  std::vector<std::shared_ptr<const mcring::core::PoolHandler>> keep;
-  const auto& h = handler(allFeatures(), "replication", keep);
+  const auto h = handlerOf("replication");
   Recorder rec("mg k v\r\n");
   KeyedCall call = rec.call();
   // Not placed by replication (a request it does not read at a replica): nothing to do.
-  CHECK_FALSE(h.keyedUnavailable(rec, call));
-  CHECK_FALSE(h.sendKeyed(rec, call));
+  CHECK_FALSE(h->keyedUnavailable(rec, call));
+  CHECK_FALSE(h->sendKeyed(rec, call));
   CHECK(rec.calls.empty());
   call.replicated_read = true;
-  CHECK(h.keyedUnavailable(rec, call));
-  CHECK_FALSE(h.sendKeyed(rec, call));  // kept for the next replica, sent by dispatch
+  CHECK(h->keyedUnavailable(rec, call));
+  CHECK_FALSE(h->sendKeyed(rec, call));  // kept for the next replica, sent by dispatch
   CHECK(rec.calls == std::vector<std::string>{"next-replica k", "keep k"});
   // A warm-up second hop keeps state of its own and takes no replica failover.
   rec.calls.clear();
   call.warm_hop = true;
-  CHECK_FALSE(h.sendKeyed(rec, call));
+  CHECK_FALSE(h->sendKeyed(rec, call));
   CHECK(rec.calls.empty());
 }
 
 TEST_CASE("replication: an mg with T gives the key's other replicas the same TTL") {
-  std::vector<std::shared_ptr<const mcring::core::PoolHandler>> keep;
-  const auto& h = handler(allFeatures(), "replication", keep);
+  const auto h = handlerOf("replication");
   Recorder rec("mg k v T30\r\n");
   KeyedCall call = rec.call();
   call.index = 2;
-  h.placedKeyed(rec, call);
+  h->placedKeyed(rec, call);
   CHECK(rec.calls.empty());  // not a replicated read
   call.replicated_read = true;
-  h.placedKeyed(rec, call);
+  h->placedKeyed(rec, call);
   CHECK(rec.calls == std::vector<std::string>{"other-replicas k but 2: mg k T30\r\n"});
   Recorder plain("mg k v\r\n");
   KeyedCall no_ttl = plain.call();
   no_ttl.replicated_read = true;
-  h.placedKeyed(plain, no_ttl);
+  h->placedKeyed(plain, no_ttl);
   CHECK(plain.calls.empty());
 }
 
 TEST_CASE(
     "replication splits every retrieval per key, and a gat touches each key's other replicas") {
-  std::vector<std::shared_ptr<const mcring::core::PoolHandler>> keep;
-  const auto& h = handler(allFeatures(), "replication", keep);
+  const auto h = handlerOf("replication");
   Recorder get("get a b\r\n");
   std::vector<uint32_t> servers{0, 1};
-  std::vector<SpreadRead> reads;
-  RetrievalCall call;
-  call.line = get.line();
-  call.servers = servers;
-  call.spread_reads = &reads;
-  h.placedKeys(get, call);
+  RetrievalCall call = get.retrieval(servers);
+  h->placedKeys(get, call);
   CHECK(call.split);
   CHECK(get.calls.empty());
   Recorder gat("gat 60 a b\r\n");
-  RetrievalCall touch;
-  touch.line = gat.line();
-  touch.servers = servers;
-  touch.spread_reads = &reads;
-  h.placedKeys(gat, touch);
+  RetrievalCall touch = gat.retrieval(servers);
+  h->placedKeys(gat, touch);
   CHECK(gat.calls == std::vector<std::string>{"other-replicas a but 0: touch a 60\r\n",
                                               "other-replicas b but 1: touch b 60\r\n"});
 }
 
 TEST_CASE("spread sends a spread key's write to every copy, and nothing else") {
-  std::vector<std::shared_ptr<const mcring::core::PoolHandler>> keep;
-  const auto& h = handler(allFeatures(), "spread", keep);
+  const auto h = handlerOf("spread");
   auto entry = std::make_shared<SpreadEntry>("k", std::vector<uint32_t>{0, 1});
   Recorder rec("set k 0 0 1\r\n");
   KeyedCall call = rec.call();
-  CHECK_FALSE(h.sendKeyed(rec, call));  // not a spread key
+  CHECK_FALSE(h->sendKeyed(rec, call));  // not a spread key
   call.spread = &entry;
   call.spread_use = SpreadUse::ReadCopy;
-  CHECK_FALSE(h.sendKeyed(rec, call));
+  CHECK_FALSE(h->sendKeyed(rec, call));
   call.spread_use = SpreadUse::Write;
-  CHECK(h.sendKeyed(rec, call));
+  CHECK(h->sendKeyed(rec, call));
   CHECK(rec.calls == std::vector<std::string>{"copies k"});
   // A key the pool has not spread stays where the ring put it.
   Recorder read("mg k v\r\n");
   KeyedCall placed = read.call();
   placed.index = 3;
-  h.placeKeyed(read, placed);
+  h->placeKeyed(read, placed);
   CHECK(placed.index == 3u);
   CHECK(placed.spread == nullptr);
   CHECK(read.calls.empty());
 }
 
 TEST_CASE("warm-up does nothing while no window is open") {
-  std::vector<std::shared_ptr<const mcring::core::PoolHandler>> keep;
-  const auto& h = handler(allFeatures(), "warmup", keep);
+  const auto h = handlerOf("warmup");
   Recorder rec("set k 0 0 1\r\n");
   KeyedCall call = rec.call();
-  h.prepareKeyed(rec, call);
+  h->prepareKeyed(rec, call);
   CHECK(rec.calls.empty());
   CHECK_FALSE(call.warm_hop);
   Recorder get("get a b\r\n");
   std::vector<uint32_t> servers{0, 1};
-  std::vector<SpreadRead> reads;
-  RetrievalCall rc;
-  rc.line = get.line();
-  rc.servers = servers;
-  rc.spread_reads = &reads;
-  h.placedKeys(get, rc);
+  RetrievalCall rc = get.retrieval(servers);
+  h->placedKeys(get, rc);
   CHECK_FALSE(rc.warm);
   CHECK_FALSE(rc.split);
 }
