@@ -583,7 +583,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
           if (!hit && spreadRole(*r) == SpreadRole::Read) {
             missedAtCopy(*r->spread->entry, r->spread->copy, server_.worker().counters());
           }
-          if (rep.kind == ReplyKind::MetaMiss && r->warm && !r->warm_hop_started &&
+          if (rep.kind == ReplyKind::MetaMiss && warmHops(*r) && !r->warm->hop_started &&
               r->session != nullptr && r->pool != nullptr &&
               server_.worker().steps().launchMetaWarmup(*r, *r->pool, server_.worker(),
                                                         r->session->id())) {
@@ -705,18 +705,18 @@ void BackendConnection::failFragment(PendingRequest& r, Fragment& fr, BackendFai
 // A replicated mg missed here: with read_failover_on_miss, or in this server's return window,
 // the next replica is asked.
 void BackendConnection::markReadMiss(PendingRequest& r) {
-  if (r.replica_read && server_.missFailsOver()) {
-    r.read_failed_at = &server_;
-    r.read_missed = true;
+  if (r.read_failover != nullptr && server_.missFailsOver()) {
+    r.read_failover->failed_at = &server_;
+    r.read_failover->missed = true;
   }
 }
 
 // A replicated mg got SERVER_ERROR here: the next replica is asked.
 void BackendConnection::markReadError(PendingRequest& r) {
-  if (r.replica_read) {
-    r.read_failed_at = &server_;
-    r.read_failure = BackendFailure::ProtocolError;
-    r.read_missed = false;
+  if (r.read_failover != nullptr) {
+    r.read_failover->failed_at = &server_;
+    r.read_failover->failure = BackendFailure::ProtocolError;
+    r.read_failover->missed = false;
   }
 }
 
@@ -782,12 +782,12 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
     switch (f.delivery) {
       case Delivery::Direct:
         r->backend_failed = true;
-        if (r->replica_read) {
+        if (r->read_failover != nullptr) {
           // The next replica may serve it (failover.h); with none left, unavailable_reads
           // answers it there.
-          r->read_failed_at = &server_;
-          r->read_failure = why;
-          r->read_missed = false;
+          r->read_failover->failed_at = &server_;
+          r->read_failover->failure = why;
+          r->read_failover->missed = false;
         } else if (steps.answerUnavailable(*r, f.fragment, server_, why, server_.worker())) {
           break;  // a read, answered as a miss (unavailable_reads)
         }
@@ -803,7 +803,7 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
         if (spreadRole(*r) == SpreadRole::Write) {
           r->spread->replies[0] = kSpreadFailed;
         }
-        if (!r->replica_read) {
+        if (r->read_failover == nullptr) {
           stats::bump(c.server_errors);  // a replicated read: counted if no replica serves it
         }
         break;
@@ -970,7 +970,7 @@ void BackendConnection::flushHeld() {
 // flight behind it is alone, or out of replays, within kMaxReplays closes.
 bool BackendConnection::replayable(const InFlight& f, bool head, bool alone) const {
   const PendingRequest& r = *f.req;
-  if (f.replays >= (alone ? 1 : kMaxReplays) || r.session == nullptr || r.refused || r.warm) {
+  if (f.replays >= (alone ? 1 : kMaxReplays) || r.session == nullptr || r.refused || warmHops(r)) {
     return false;
   }
   switch (f.delivery) {

@@ -174,10 +174,10 @@ void ReplicationHandler::prepareMultiget(PoolContext& ctx, const RetrievalCall& 
   if (call.warm) {
     return;  // warm-up's second hops answer its misses
   }
-  r.replica_read = true;  // fragments that fail go on to each key's next replica
+  r.read_failover = ctx.worker().readFailovers().acquire();  // failed fragments: next replicas
   r.rewrites = true;
-  r.replica_session = ctx.sessionId();
-  r.replica_topology = ctx.pool().topology.get();
+  r.read_failover->session = ctx.sessionId();
+  r.read_failover->topology = ctx.pool().topology.get();
 }
 
 // --- spread
@@ -291,11 +291,11 @@ void WarmupHandler::prepareKeyed(PoolContext& ctx, KeyedCall& call) const {
     const std::string_view flags = metaFlagsOf(req, call.line);
     if (!call.quiet_meta && !req.key_base64 && metaFlagsWarmable(flags)) {
       PendingRequest& r = *call.r;
-      r.warm = true;
+      startWarmRead(r, ctx.worker());
       r.line.assign(call.key);
       r.key_offsets.assign({0, static_cast<uint32_t>(call.key.size())});
       r.key_count = 1;
-      r.meta_flags.assign(flags);
+      r.warm->meta_flags.assign(flags);
       call.warm_hop = true;
     }
   } else if (protocol::commandClass(c) == CommandClass::Storage || c == Command::Delete ||
@@ -322,9 +322,11 @@ void WarmupHandler::placedKeys(PoolContext& ctx, RetrievalCall& call) const {
   }
 }
 
-void WarmupHandler::prepareMultiget(PoolContext&, const RetrievalCall& call,
+void WarmupHandler::prepareMultiget(PoolContext& ctx, const RetrievalCall& call,
                                     PendingRequest& r) const {
-  r.warm = call.warm;
+  if (call.warm) {
+    startWarmRead(r, ctx.worker());
+  }
 }
 
 }  // namespace mcring::core
