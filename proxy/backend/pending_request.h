@@ -28,6 +28,7 @@
 namespace mcring::core {
 
 class BackendServer;
+class DirectReplyObserver;
 struct PendingRequest;
 struct PoolRuntime;
 
@@ -206,6 +207,10 @@ struct PendingRequest {
   // next replica. Never streamed (rewrites).
   ReadFailover* read_failover = nullptr;
 
+  // What its features make of its Direct replies (direct_reply_observer.h): set by dispatch
+  // with the feature state that needs it; null: the connection only forwards them.
+  const DirectReplyObserver* observer = nullptr;
+
   // Routes: the state of a request a route sent (route_state.h; null: not routed).
   RouteState* route = nullptr;
   // A Direct request whose server failed or was unavailable: its reply is mcring's (the
@@ -250,6 +255,7 @@ struct PendingRequest {
     shape = Shape::Direct;
     exptime = protocol::Span();
     WarmRequest::release(warm);
+    observer = nullptr;
     binary.active = false;
     SpreadState::release(spread);
     ReplicaWrite::release(replica);

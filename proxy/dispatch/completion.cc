@@ -73,6 +73,7 @@ bool isErrorReply(PendingRequest& r) {
 }  // namespace
 
 bool completeRequest(PendingRequest& r, WorkerContext& worker) {
+  settleSpreadWrite(r, worker.counters());
   if (!composeReply(r, worker)) {
     return false;  // gone on (a second hop, a next replica)
   }

@@ -7,6 +7,7 @@
 
 #include "proxy/backend/replica_write.h"
 #include "proxy/dispatch/command_counters.h"
+#include "proxy/dispatch/direct_features.h"
 #include "proxy/dispatch/dispatcher.h"
 #include "proxy/dispatch/failover.h"
 #include "proxy/protocol/meta_flags.h"
@@ -31,6 +32,7 @@ void Dispatcher::keepForNextReplica(KeyedCall& call) {
     protocol::RequestWriter(f.line).noop();
   }
   f.quiet = call.quiet_meta;
+  observeDirect(*r);  // a miss or failure marks it for the next replica
 }
 
 // A replicated mg whose replica's connect could not even start: on to the next (failover.h).

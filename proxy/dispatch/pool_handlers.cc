@@ -4,6 +4,7 @@
 
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/worker_context.h"
+#include "proxy/dispatch/direct_features.h"
 #include "proxy/dispatch/failover.h"
 #include "proxy/dispatch/warmup.h"
 #include "proxy/protocol/meta_flags.h"
@@ -205,6 +206,7 @@ void SpreadHandler::prepareKeyed(PoolContext& ctx, KeyedCall& call) const {
     r.spread->role = SpreadRole::Read;
     r.spread->entry = *call.spread;
     r.spread->copy = call.spread_copy;
+    observeDirect(r);  // a miss there clears the copy
   } else if (call.spread_use == SpreadUse::Invalidate) {
     // Its copies could not be written alike (a cas value, meta flags): none is read again until
     // a fill, which waits for this write to be done (settleSpreadWrite).
@@ -287,7 +289,7 @@ void WarmupHandler::prepareKeyed(PoolContext& ctx, KeyedCall& call) const {
   const protocol::Request& req = ctx.request();
   const Command c = req.command;
   if (c == Command::MetaGet) {
-    // A miss may take a second hop (launchMetaWarmup, on its EN).
+    // A miss may take a second hop (its DirectReplyObserver launches it on EN).
     const std::string_view flags = metaFlagsOf(req, call.line);
     if (!call.quiet_meta && !req.key_base64 && metaFlagsWarmable(flags)) {
       PendingRequest& r = *call.r;

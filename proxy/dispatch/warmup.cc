@@ -11,6 +11,7 @@
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/replica_write.h"
 #include "proxy/backend/worker_context.h"
+#include "proxy/dispatch/direct_features.h"
 #include "proxy/dispatch/multiget.h"
 #include "proxy/protocol/meta_set_line.h"
 #include "proxy/protocol/request_writer.h"
@@ -330,6 +331,7 @@ void startWarmRead(PendingRequest& r, WorkerContext& worker) {
     r.warm = worker.warmRequests().acquire();
   }
   r.warm->hops = true;
+  observeDirect(r);  // an mg's miss takes its second hop; a warm-up read is never replayed
 }
 
 bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
