@@ -5,9 +5,9 @@
 #include <cstring>
 
 #include "proxy/backend/backend_server.h"
+#include "proxy/backend/direct_reply_observer.h"
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/pool_security.h"
-#include "proxy/backend/spread_write.h"
 #include "proxy/backend/worker_context.h"
 #include "proxy/common/clock.h"
 #include "proxy/common/log.h"
@@ -507,8 +507,8 @@ BackendConnection::Step BackendConnection::deliverShared(InFlight& f, const prot
   } else if (rep.kind == ReplyKind::End) {
     // fall through to the end of this request
   } else if (rep.isError()) {
-    // One error answers the whole line (memcached stops there): every request of it fails (a
-    // replicated read's keys fail over: dispatch/failover.h).
+    // One error answers the whole line (memcached stops there): every request of it fails (or
+    // is marked, where its keys may go on elsewhere: failFragment).
     failFragment(*r, fr, BackendFailure::ProtocolError, line.substr(0, rep.line_length));
     if (rep.data_length > 0) {
       return Step::Desync;
@@ -539,11 +539,12 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       if (f.expect == Expect::UntilNoop) {
         // The backend applied the q flag itself; the `mn` we added marks the end.
         if (rep.kind == ReplyKind::MetaNoop) {
-          if (r->command == protocol::Command::MetaGet && hits_in_reply_ == 0) {
-            markReadMiss(*r);
-            stats::bump(server_.stats().get_misses);
-            if (spreadRole(*r) == SpreadRole::Read) {
-              missedAtCopy(*r->spread->entry, r->spread->copy, server_.worker().counters());
+          if (hits_in_reply_ == 0) {
+            if (r->observer != nullptr) {
+              r->observer->onUnit(*this, *r, DirectUnit::QuietEmpty, rep, line);
+            }
+            if (r->command == protocol::Command::MetaGet) {
+              stats::bump(server_.stats().get_misses);
             }
           }
           hits_in_reply_ = 0;
@@ -553,12 +554,12 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         if (rep.isListItem()) {
           return Step::Desync;
         }
+        if (r->observer != nullptr) {
+          r->observer->onUnit(*this, *r, DirectUnit::Quiet, rep, line);
+        }
         if (r->command == protocol::Command::MetaGet &&
             (rep.kind == ReplyKind::MetaValue || rep.kind == ReplyKind::MetaHit)) {
           stats::bump(server_.stats().get_hits);
-        }
-        if (rep.kind == ReplyKind::ServerError) {
-          markReadError(*r);
         }
         ++hits_in_reply_;
         ++r->units_received;
@@ -569,28 +570,12 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         if (rep.isListItem()) {
           return Step::Desync;
         }
-        if (spreadRole(*r) == SpreadRole::Write) {
-          recordSpreadReply(*r, 0, rep, line);
+        if (r->observer != nullptr) {
+          r->observer->onUnit(*this, *r, DirectUnit::Whole, rep, line);
         }
         if (r->command == protocol::Command::MetaGet) {
           bool hit = rep.kind == ReplyKind::MetaValue || rep.kind == ReplyKind::MetaHit;
-          if (rep.kind == ReplyKind::MetaMiss) {
-            markReadMiss(*r);
-          } else if (rep.kind == ReplyKind::ServerError) {
-            markReadError(*r);
-          }
           stats::bump(hit ? server_.stats().get_hits : server_.stats().get_misses);
-          if (!hit && spreadRole(*r) == SpreadRole::Read) {
-            missedAtCopy(*r->spread->entry, r->spread->copy, server_.worker().counters());
-          }
-          if (rep.kind == ReplyKind::MetaMiss && r->warm && !r->warm_hop_started &&
-              r->session != nullptr && r->pool != nullptr &&
-              server_.worker().steps().launchMetaWarmup(*r, *r->pool, server_.worker(),
-                                                        r->session->id())) {
-            // Kept (it carries the client's k/O flags) unless the previous server has the key.
-            forward(*r, r->reply, n);
-            return Step::Done;
-          }
         }
         // Classic noreply: memcached silences every reply but SERVER_ERROR (sent through its
         // out_errstring(), which ignores noreply); the proxy does the same with the backend's.
@@ -683,9 +668,9 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
   return Step::Desync;
 }
 
-// A multi-get's part that this server could not serve: a replicated read's (dispatch/failover.h)
-// or a routed get's with failover (dispatch/route_failover.h) is marked, and the request's
-// completion sends its keys on (or fails it as before); any other fails the request.
+// A multi-get's part that this server could not serve: in a request that defers its parts'
+// failures (defersFragmentFailures: its keys may go on to other servers) it is marked, and the
+// request's completion sends its keys on (or fails it as before); any other fails the request.
 void BackendConnection::failFragment(PendingRequest& r, Fragment& fr, BackendFailure why,
                                      std::string_view error_line) {
   if (defersFragmentFailures(r)) {
@@ -699,24 +684,6 @@ void BackendConnection::failFragment(PendingRequest& r, Fragment& fr, BackendFai
   if (!r.failed) {
     r.failed = true;
     r.error_line.assign(error_line.empty() ? backendFailureReply(why) : error_line);
-  }
-}
-
-// A replicated mg missed here: with read_failover_on_miss, or in this server's return window,
-// the next replica is asked.
-void BackendConnection::markReadMiss(PendingRequest& r) {
-  if (r.replica_read && server_.missFailsOver()) {
-    r.read_failed_at = &server_;
-    r.read_missed = true;
-  }
-}
-
-// A replicated mg got SERVER_ERROR here: the next replica is asked.
-void BackendConnection::markReadError(PendingRequest& r) {
-  if (r.replica_read) {
-    r.read_failed_at = &server_;
-    r.read_failure = BackendFailure::ProtocolError;
-    r.read_missed = false;
   }
 }
 
@@ -737,12 +704,11 @@ void BackendConnection::finish(InFlight& f) {
   }
   if (--r->fragments_left == 0) {
     if (r->complete) {
-      // Completed before every part answered (a replicated write: ReplyHandler::onFinished);
-      // the other parts' replies were read in the background.
+      // Completed before every part answered (by a ReplyHandler's onFinished); the other parts'
+      // replies were read in the background.
       w.requests().release(r);
       return;
     }
-    settleSpreadWrite(*r, w.counters());
     if (!w.steps().complete(*r, w)) {
       w.requests().release(r);  // a second hop's expectations hold it now
       return;
@@ -780,16 +746,14 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
   for (InFlight& f : failed) {
     PendingRequest* r = f.req;
     switch (f.delivery) {
-      case Delivery::Direct:
+      case Delivery::Direct: {
         r->backend_failed = true;
-        if (r->replica_read) {
-          // The next replica may serve it (failover.h); with none left, unavailable_reads
-          // answers it there.
-          r->read_failed_at = &server_;
-          r->read_failure = why;
-          r->read_missed = false;
-        } else if (steps.answerUnavailable(*r, f.fragment, server_, why, server_.worker())) {
-          break;  // a read, answered as a miss (unavailable_reads)
+        // Settled on completion by the request's features (direct_reply_observer.h: a next server
+        // may serve it), or answered by unavailable_reads / unavailable_writes, or its reply is the
+        // failure.
+        const bool deferred = r->observer != nullptr && r->observer->onFailure(*this, *r, why);
+        if (!deferred && steps.answerUnavailable(*r, f.fragment, server_, why, server_.worker())) {
+          break;
         }
         if (r->session != nullptr) {
           r->session->releaseHeld(*r);
@@ -800,13 +764,11 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
         if (!r->noreply) {
           r->reply.append(reply);
         }
-        if (spreadRole(*r) == SpreadRole::Write) {
-          r->spread->replies[0] = kSpreadFailed;
-        }
-        if (!r->replica_read) {
-          stats::bump(c.server_errors);  // a replicated read: counted if no replica serves it
+        if (!deferred) {
+          stats::bump(c.server_errors);  // a deferred one: counted if it stands when settled
         }
         break;
+      }
       case Delivery::Fragment:
         if (defersFragmentFailures(*r)) {
           failFragment(*r, r->fragments[f.fragment], why, {});
@@ -912,8 +874,8 @@ void BackendConnection::closeUnexpectedly(BackendFailure why) {
   }
   if (!failed.empty()) {
     if (why == BackendFailure::ConnectionClosed) {
-      // Their handlers may repair what memcached may or may not have applied (a replicated
-      // write's key is deleted on a fresh connection, which memcached reads after this one).
+      // Their handlers may repair what memcached may or may not have applied, on a fresh
+      // connection, which memcached reads after this one (ReplyHandler::onConnectionLost).
       for (InFlight& f : failed) {
         if (f.delivery == Delivery::Handler &&
             !f.handler->onConnectionLost(*this, *f.req, f.fragment)) {
@@ -959,24 +921,25 @@ void BackendConnection::flushHeld() {
 
 // Safe to send again: a retrieval with no side effect beyond what repeating it repeats (get,
 // gets; gat, gats and touch set the same TTL again; an mg the dispatcher marked, without N, R or
-// q), that got no byte of its reply yet, for a client still there, and not part of a warm-up
-// (whose second hops keep state of their own). `head`: first in line (a part of its reply may
-// have arrived). `alone`: the only request in flight when the
-// connection closed, so certainly the one memcached gave up on: once it was sent again, it is not
-// sent a third time. Any other may go up to kMaxReplays times: memcached reads in order, so a
-// request behind the line it gave up on was never read, and a replay that is first in line when
-// another client's line closes the connection behind it is not the culprit (under load a
+// q), that got no byte of its reply yet, for a client still there, and that its features'
+// observer does not keep from it (DirectReplyObserver::replayable: state tied to what was sent).
+// `head`: first in line (a part of its reply may have arrived). `alone`: the only request in
+// flight when the connection closed, so certainly the one memcached gave up on: once it was sent
+// again, it is not sent a third time. Any other may go up to kMaxReplays times: memcached reads in
+// order, so a request behind the line it gave up on was never read, and a replay that is first in
+// line when another client's line closes the connection behind it is not the culprit (under load a
 // replay's answer can still be on its way when that line arrives). A culprit with others in
 // flight behind it is alone, or out of replays, within kMaxReplays closes.
 bool BackendConnection::replayable(const InFlight& f, bool head, bool alone) const {
   const PendingRequest& r = *f.req;
-  if (f.replays >= (alone ? 1 : kMaxReplays) || r.session == nullptr || r.refused || r.warm) {
+  if (f.replays >= (alone ? 1 : kMaxReplays) || r.session == nullptr || r.refused ||
+      (r.observer != nullptr && !r.observer->replayable(r))) {
     return false;
   }
   switch (f.delivery) {
     case Delivery::Fragment: {
       const Fragment& fr = r.fragments[f.fragment];
-      return fr.warm_from == nullptr && fr.next_match == 0 && fr.hits == 0;
+      return fr.next_match == 0 && fr.hits == 0;
     }
     case Delivery::Direct:
       if (r.resend.empty() || f.expect == Expect::UntilNoop || r.reply.size() > 0 || r.streaming) {

@@ -23,7 +23,9 @@ class BackendServer;
 // The reply types the connection itself parses: where a backend reply goes. Anything else is a
 // feature's, and goes to the ReplyHandler its request was sent with (reply_handler.h).
 enum class Delivery : uint8_t {
-  Direct,     // into the request's reply (single-key commands, single-backend gets)
+  // Into the request's reply (single-key commands, single-backend gets). What its features make
+  // of it is its DirectReplyObserver's (PendingRequest::observer, direct_reply_observer.h).
+  Direct,
   Fragment,   // one backend's share of a multi-key get
   Broadcast,  // flush_all: one OK expected from each backend
   // `stats <view>` or `version`: the STAT/ITEM lines and their END (or the VERSION line, or an
@@ -127,8 +129,6 @@ class BackendConnection : public net::ConnectionHandler {
   void finish(InFlight& f);
   void failFragment(PendingRequest& r, Fragment& fr, BackendFailure why,
                     std::string_view error_line);
-  void markReadMiss(PendingRequest& r);
-  void markReadError(PendingRequest& r);
   void failAll(BackendFailure why);
   void failEach(std::deque<InFlight>& failed, BackendFailure why);
   // The server closed this connection (or its replies stopped making sense) while it was

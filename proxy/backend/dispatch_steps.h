@@ -1,7 +1,8 @@
 // The dispatch steps a backend reply can set off: composing a completed request's reply, what a
-// read its server could not serve answers, an mg's warm-up second hop. (Features' own replies
-// go to the ReplyHandler their requests were sent with: reply_handler.h.) Backend connections match
-// reply units to requests and hand them on through this interface; dispatch implements it
+// request its server could not serve answers. (Features' own replies go to the ReplyHandler
+// their requests were sent with, reply_handler.h; what features make of a Direct reply, to the
+// request's DirectReplyObserver, direct_reply_observer.h.) Backend connections match reply units
+// to requests and hand them on through this interface; dispatch implements it
 // (dispatch/dispatch_steps.h), so backend never depends on dispatch. Worker-thread only.
 #pragma once
 
@@ -30,9 +31,6 @@ class DispatchSteps {
   // fail it with why's SERVER_ERROR, as before.
   virtual bool answerUnavailable(PendingRequest& r, uint32_t fragment, BackendServer& server,
                                  BackendFailure why, WorkerContext& worker) const = 0;
-  // dispatch/warmup.h: an `mg` that missed on its new server takes a second hop.
-  virtual bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
-                                uint64_t session_id) const = 0;
 };
 
 }  // namespace mcring::core

@@ -13,9 +13,11 @@
 #include <vector>
 
 #include "proxy/backend/backend_failure.h"
+#include "proxy/backend/read_failover_state.h"
 #include "proxy/backend/replica_write_state.h"
 #include "proxy/backend/route_state.h"
 #include "proxy/backend/spread_state.h"
+#include "proxy/backend/warm_request.h"
 #include "proxy/net/buffer.h"
 #include "proxy/protocol/binary_translation.h"
 #include "proxy/protocol/command.h"
@@ -26,6 +28,7 @@
 namespace mcring::core {
 
 class BackendServer;
+class DirectReplyObserver;
 struct PendingRequest;
 struct PoolRuntime;
 
@@ -87,9 +90,6 @@ enum class Shape : uint8_t {
   Broadcast,  // flush_all: one OK from every backend
   Stats,      // a stats view: every backend's answer kept in its fragment, merged by dispatch
 };
-
-// A key's warm-up fetch (warmup.h).
-enum class WarmState : uint8_t { None, Fetching, CopyCancelled };
 
 // Part of a multi-key get that went to one backend.
 struct Fragment {
@@ -183,14 +183,11 @@ struct PendingRequest {
   std::vector<uint64_t> key_hit_length;  // bytes of key i's VALUE unit, 0 = miss
   std::vector<Fragment> fragments;
   uint32_t fragment_count = 0;  // fragments in use (vector keeps capacity)
+  protocol::Span exptime;       // gat/gats: the exptime token in `line`
 
-  // Warm migration (warmup.h).
-  bool warm = false;  // moved keys may take a second hop to their previous server
-  bool warm_hop_started = false;
-  bool invalidated_hit = false;     // delete: the previous server had the key
-  protocol::Span exptime;           // gat/gats: the exptime token in `line`
-  std::vector<WarmState> key_warm;  // per key
-  std::string meta_flags;           // mg: the client's flags, to answer in its format
+  // Warm migration (dispatch/warmup.h): a read whose moved keys may take a second hop, or a
+  // write that invalidated the key's previous server (warm_request.h; null: neither).
+  WarmRequest* warm = nullptr;
 
   // A binary client's request (binary.active): its reply, meta or text, is translated to the
   // binary response when written (ClientSession::writeReply); never streamed.
@@ -203,19 +200,16 @@ struct PendingRequest {
   // replica_write_state.h; null: not a replicated write). Never streamed (rewrites): the
   // client's reply is composed from the replicas'.
   ReplicaWrite* replica = nullptr;
-  uint64_t replica_session = 0;            // the client's session id: which connection
-  const void* replica_topology = nullptr;  // the snapshot replica servers index into
-  uint64_t return_flush_mark = 0;          // a return flush_all: the missed-write count it covers
+  uint64_t return_flush_mark = 0;  // a return flush_all: the missed-write count it covers
 
-  // Read failover (dispatch/failover.h): a read of a pool with replicas > 1. A Direct one (mg)
-  // keeps what it needs to go again to the key's next replica. Never streamed (rewrites).
-  bool replica_read = false;
-  BackendServer* read_failed_at = nullptr;  // Direct: the server that failed / missed
-  BackendFailure read_failure = BackendFailure::Unavailable;
-  bool read_missed = false;   // Direct: read_failed_at answered a miss (not a failure)
-  std::string failover_key;   // Direct: the routing key
-  std::string failover_line;  // Direct: the request as sent (with the mn of a quiet mg)
-  Expect failover_expect = Expect::OneUnit;
+  // Read failover (dispatch/failover.h): a read of a pool with replicas > 1 (read_failover_state.h;
+  // null: not a replicated read). A Direct one (mg) keeps what it needs to go again to the key's
+  // next replica. Never streamed (rewrites).
+  ReadFailover* read_failover = nullptr;
+
+  // What its features make of its Direct replies (direct_reply_observer.h): set by dispatch
+  // with the feature state that needs it; null: the connection only forwards them.
+  const DirectReplyObserver* observer = nullptr;
 
   // Routes: the state of a request a route sent (route_state.h; null: not routed).
   RouteState* route = nullptr;
@@ -259,21 +253,13 @@ struct PendingRequest {
     key_fragment.clear();
     key_hit_length.clear();
     shape = Shape::Direct;
-    warm = false;
-    warm_hop_started = false;
-    invalidated_hit = false;
     exptime = protocol::Span();
-    key_warm.clear();
-    meta_flags.clear();
+    WarmRequest::release(warm);
+    observer = nullptr;
     binary.active = false;
     SpreadState::release(spread);
     ReplicaWrite::release(replica);
-    replica_topology = nullptr;
-    replica_read = false;
-    read_failed_at = nullptr;
-    read_missed = false;
-    failover_key.clear();
-    failover_line.clear();
+    ReadFailover::release(read_failover);
     for (uint32_t i = 0; i < fragment_count; ++i) {
       fragments[i].clear();
     }
@@ -291,11 +277,21 @@ inline SpreadRole spreadRole(const PendingRequest& r) {
   return r.spread != nullptr ? r.spread->role : SpreadRole::None;
 }
 
+// Whether r is a read whose moved keys may take a warm-up second hop (warm_request.h).
+inline bool warmHops(const PendingRequest& r) {
+  return r.warm != nullptr && r.warm->hops;
+}
+
+// Whether r, a write of a moved key, found the key at its previous server (its md hit there).
+inline bool warmInvalidatedHit(const PendingRequest& r) {
+  return r.warm != nullptr && r.warm->invalidated_hit;
+}
+
 // Whether a part of multi-get r that fails is settled on completion, where its keys may go on
 // elsewhere: a replicated read's to their next replicas (dispatch/failover.h), a routed get's
 // to their routes' failover pools (dispatch/route_failover.h).
 inline bool defersFragmentFailures(const PendingRequest& r) {
-  return r.replica_read || (r.route != nullptr && r.route->defersFragmentFailures());
+  return r.read_failover != nullptr || (r.route != nullptr && r.route->defersFragmentFailures());
 }
 
 // Writes fragment fr of multi-get r to `out` as its own line (the request's command, its
@@ -331,7 +327,7 @@ inline bool multigetKeyAnswered(const PendingRequest& r, uint32_t i) {
 // straight into r.reply instead of being copied twice; a warm get may add fragments later, so
 // it always collects per fragment, and so does a replicated read (its fragments may fail over).
 inline net::Buffer& multigetValueSink(PendingRequest& r, Fragment& fr) {
-  return r.fragment_count == 1 && !r.warm && !r.rewrites ? r.reply : fr.values;
+  return r.fragment_count == 1 && !warmHops(r) && !r.rewrites ? r.reply : fr.values;
 }
 
 // Recycles PendingRequests (and their buffers' and vectors' capacity): no allocation per request

@@ -52,14 +52,14 @@ void sendFollowups(PendingRequest& r, BackendServer& primary) {
   PoolRuntime& pool = primary.pool();
   auto& c = primary.worker().counters();
   for (uint32_t i = 1; i < r.replica->count; ++i) {
-    if (r.replica_topology != pool.topology.get() ||
+    if (r.replica->topology != pool.topology.get() ||
         r.replica->servers[i] >= pool.by_index.size()) {
       r.replica->outcome[i] = ReplicaOutcome::Skipped;  // a reload in between: indices moved
       continue;
     }
     BackendServer* server = pool.by_index[r.replica->servers[i]];
     stats::bump(server->stats().stores);
-    BackendConnection* conn = server->connectionFor(r.replica_session);
+    BackendConnection* conn = server->connectionFor(r.replica->session);
     if (conn == nullptr) {
       replicaFailed(r, i, server->lastFailure(), *server);
       server->countFailure(server->lastFailure());
@@ -305,7 +305,7 @@ void composeReplicaReply(PendingRequest& r, stats::WorkerCounters& c) {
       return;
     }
   }
-  if (r.invalidated_hit && r.command == protocol::Command::Delete &&
+  if (warmInvalidatedHit(r) && r.command == protocol::Command::Delete &&
       unit == protocol::kNotFoundLine) {
     unit = protocol::kDeletedLine;  // warm-up: the previous server had it
   }

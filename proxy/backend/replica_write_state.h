@@ -37,6 +37,8 @@ struct ReplicaWrite {
   bool all = false;                   // replica_write_reply: all (else primary)
   bool cas = false;                   // cas / ms with C: to the primary; then a set to the others
   bool quiet = false;                 // meta q: each replica's answer ends with the mn mcring added
+  uint64_t session = 0;               // the client's session id: which connection
+  const void* topology = nullptr;     // the snapshot `servers` index into
   std::array<uint32_t, kReplicaSlots> servers{};  // indexes in the snapshot's server list
   std::array<ReplicaOutcome, kReplicaSlots> outcome{};
   std::array<BackendFailure, kReplicaSlots> failure{};
@@ -82,6 +84,8 @@ inline void ReplicaWrite::release(ReplicaWrite*& w) {
   w->all = false;
   w->cas = false;
   w->quiet = false;
+  w->session = 0;
+  w->topology = nullptr;
   w->followup.clear();
   w->key.clear();
   w->key_b64 = false;

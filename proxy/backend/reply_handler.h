@@ -3,7 +3,9 @@
 // order; a request sent with a ReplyHandler has its units, its failure and its end handed to
 // it, and the connection knows nothing of the feature behind it. The connection itself knows
 // only reply types (BackendConnection's Delivery: a request's own reply, a multi-get's part, a
-// broadcast's OK, a stats view's lines). Handlers: a route's shadow copies (dispatch/shadow.h),
+// broadcast's OK, a stats view's lines); what a feature makes of a request's own reply, which
+// the connection forwards, is the request's DirectReplyObserver's (direct_reply_observer.h).
+// Handlers: a route's shadow copies (dispatch/shadow.h),
 // warm-up fetches, copies and invalidations (dispatch/warmup.h), hot-key spread fills
 // (dispatch/spread_fill.h) and copy writes (spread_write.h), replicated writes and their `md`s
 // (replica_write.h), return_flush's flush_all (backend_server.cc).

@@ -34,7 +34,7 @@ void WarmupRegistry::finished(std::string_view key, PendingRequest* r, uint32_t 
 void WarmupRegistry::cancelCopies(std::string_view key) {
   auto [it, end] = fetching_.equal_range(key);
   for (; it != end; ++it) {
-    it->second.first->key_warm[it->second.second] = WarmState::CopyCancelled;
+    it->second.first->warm->key_warm[it->second.second] = WarmState::CopyCancelled;
   }
 }
 

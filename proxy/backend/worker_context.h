@@ -9,8 +9,10 @@
 
 #include "proxy/backend/dispatch_steps.h"
 #include "proxy/backend/pending_request.h"
+#include "proxy/backend/read_failover_state.h"
 #include "proxy/backend/route_state.h"
 #include "proxy/backend/spread_state.h"
+#include "proxy/backend/warm_request.h"
 #include "proxy/backend/warmup_state.h"
 #include "proxy/net/event_loop.h"
 #include "proxy/stats/backend_stats.h"
@@ -38,6 +40,8 @@ class WorkerContext {
   RouteStatePool& routeStates() { return route_states_; }
   ReplicaWritePool& replicaWrites() { return replica_writes_; }
   SpreadStatePool& spreadStates() { return spread_states_; }
+  WarmRequestPool& warmRequests() { return warm_requests_; }
+  ReadFailoverPool& readFailovers() { return read_failovers_; }
   WarmupRegistry& warmup() { return warmup_; }
   stats::WorkerCounters& counters() { return counters_; }
   stats::BackendStatsList& backendStats() { return backend_stats_; }
@@ -57,6 +61,8 @@ class WorkerContext {
   RouteStatePool route_states_;
   ReplicaWritePool replica_writes_;
   SpreadStatePool spread_states_;
+  WarmRequestPool warm_requests_;
+  ReadFailoverPool read_failovers_;
   RequestPool requests_;
   WarmupRegistry warmup_;
   stats::WorkerCounters counters_;

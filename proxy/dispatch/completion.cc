@@ -26,7 +26,7 @@ bool composeReply(PendingRequest& r, WorkerContext& worker) {
         r.reply.drain(r.reply.size());
         r.reply.append(r.noreply ? std::string_view() : protocol::kOutOfMemoryLine);
         stats::bump(worker.counters().server_errors);
-      } else if (r.invalidated_hit && r.command == protocol::Command::Delete &&
+      } else if (warmInvalidatedHit(r) && r.command == protocol::Command::Delete &&
                  r.reply.size() == protocol::kNotFoundLine.size() &&
                  r.reply.contiguous(protocol::kNotFoundLine.size()) == protocol::kNotFoundLine) {
         // Not copied yet, but the previous server had it: the key did exist.
@@ -35,7 +35,7 @@ bool composeReply(PendingRequest& r, WorkerContext& worker) {
       }
       return true;
     case Shape::Multiget:
-      if (r.warm && !r.warm_hop_started && r.session != nullptr && r.pool != nullptr &&
+      if (warmHops(r) && !r.warm->hop_started && r.session != nullptr && r.pool != nullptr &&
           launchMultigetWarmup(r, *r.pool, worker, r.session->id())) {
         return false;
       }
@@ -73,6 +73,7 @@ bool isErrorReply(PendingRequest& r) {
 }  // namespace
 
 bool completeRequest(PendingRequest& r, WorkerContext& worker) {
+  settleSpreadWrite(r, worker.counters());
   if (!composeReply(r, worker)) {
     return false;  // gone on (a second hop, a next replica)
   }

@@ -1,6 +1,7 @@
 // The last step of dispatch: once every part of a request has answered, its reply is composed
 // here (multi-get assembly under one END, a broadcast's OK, the out-of-memory error of a refused
-// reply, a warm-up invalidation's DELETED), or a second hop is launched. Backend connections only
+// reply, a warm-up invalidation's DELETED), or a second hop is launched; a spread write's copies
+// are settled first (settleSpreadWrite). Backend connections only
 // match reply units to requests; they never shape a client's reply. Worker-thread only.
 #pragma once
 

@@ -7,6 +7,7 @@
 
 #include "proxy/backend/replica_write.h"
 #include "proxy/dispatch/command_counters.h"
+#include "proxy/dispatch/direct_features.h"
 #include "proxy/dispatch/dispatcher.h"
 #include "proxy/dispatch/failover.h"
 #include "proxy/protocol/meta_flags.h"
@@ -21,16 +22,17 @@ using protocol::CommandClass;
 // streamed meanwhile: failover.h).
 void Dispatcher::keepForNextReplica(KeyedCall& call) {
   PendingRequest* r = call.r;
-  r->replica_read = true;
+  ReadFailover& f = *(r->read_failover = worker_.readFailovers().acquire());
   r->rewrites = true;
-  r->replica_session = src_->id();
-  r->replica_topology = pool_->topology.get();
-  r->failover_key.assign(call.key);
-  r->failover_line.assign(call.line.substr(0, req_->line_length));
+  f.session = src_->id();
+  f.topology = pool_->topology.get();
+  f.key.assign(call.key);
+  f.line.assign(call.line.substr(0, req_->line_length));
   if (call.quiet_meta) {
-    protocol::RequestWriter(r->failover_line).noop();
+    protocol::RequestWriter(f.line).noop();
   }
-  r->failover_expect = call.quiet_meta ? Expect::UntilNoop : Expect::OneUnit;
+  f.quiet = call.quiet_meta;
+  observeDirect(*r);  // a miss or failure marks it for the next replica
 }
 
 // A replicated mg whose replica's connect could not even start: on to the next (failover.h).
@@ -40,9 +42,9 @@ void Dispatcher::sendToNextReplica(KeyedCall& call) {
   keepForNextReplica(call);
   src_->input().drain(consumedLength());
   server->countFailure(server->lastFailure());
-  r->read_failed_at = server;
-  r->read_failure = server->lastFailure();
-  r->reply.append(backendFailureReply(r->read_failure));
+  r->read_failover->failed_at = server;
+  r->read_failover->failure = server->lastFailure();
+  r->reply.append(backendFailureReply(r->read_failover->failure));
   if (!continueReadFailover(*r, worker_)) {
     src_->completeWith(r, std::string_view());
   }
@@ -108,8 +110,8 @@ void Dispatcher::sendToReplicas(KeyedCall& call) {
   r->replica->all = pool_->config().replica_write_all;
   r->replica->quiet = quiet;
   r->replica->cas = cas && n > 1;
-  r->replica_session = src_->id();
-  r->replica_topology = pool_->topology.get();
+  r->replica->session = src_->id();
+  r->replica->topology = pool_->topology.get();
   r->replica->key.assign(req_->keys[0].in(line));
   r->replica->key_b64 = req_->key_base64;
   r->fragments_left = 0;

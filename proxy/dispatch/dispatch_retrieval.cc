@@ -89,7 +89,7 @@ void Dispatcher::dispatchMultiget(std::string_view line, const RetrievalCall* ca
     }
   }
   // A route's failover, unless the pool's own replica failover or warm-up handles its misses.
-  const bool route_failover = !multiget_failover_.empty() && !r->replica_read && !warm;
+  const bool route_failover = !multiget_failover_.empty() && r->read_failover == nullptr && !warm;
   if (route_failover) {
     prepareMultigetFailover(*r);
   }
@@ -151,7 +151,7 @@ void Dispatcher::dispatchMultiget(std::string_view line, const RetrievalCall* ca
     if (conn == nullptr) {
       frag.done = true;
       server->countFailure(server->lastFailure());
-      if (r->replica_read || route_failover) {
+      if (r->read_failover != nullptr || route_failover) {
         // its keys go on to their next replicas (failover.h) or pools (route_failover.h)
         frag.failed = true;
         frag.failure = server->lastFailure();

@@ -7,6 +7,7 @@
 #include "proxy/backend/spread_write.h"
 #include "proxy/common/clock.h"
 #include "proxy/dispatch/command_counters.h"
+#include "proxy/dispatch/direct_features.h"
 #include "proxy/dispatch/dispatcher.h"
 #include "proxy/dispatch/spread_fill.h"
 
@@ -58,6 +59,7 @@ void Dispatcher::sendToCopies(KeyedCall& call) {
   r->spread->role = SpreadRole::Write;
   r->spread->entry = entry;
   r->spread->replies.assign(e.copies.size(), kSpreadPending);
+  observeDirect(*r);  // the primary's reply is compared with the copies'
   e.writes_started.fetch_add(1);
   in.drain(req_->line_length);
   const uint64_t data_length = req_->has_data ? req_->value_length + 2 : 0;

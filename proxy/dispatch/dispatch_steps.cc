@@ -1,10 +1,8 @@
-// dispatchSteps(): the backend layer's view of request completion, unavailable reads and an
-// mg's warm-up hop.
+// dispatchSteps(): the backend layer's view of request completion and unavailable reads.
 #include "proxy/dispatch/dispatch_steps.h"
 
 #include "proxy/dispatch/completion.h"
 #include "proxy/dispatch/unavailable.h"
-#include "proxy/dispatch/warmup.h"
 
 namespace mcring::core {
 namespace {
@@ -17,10 +15,6 @@ class Steps final : public DispatchSteps {
   bool answerUnavailable(PendingRequest& r, uint32_t fragment, BackendServer& server,
                          BackendFailure why, WorkerContext& worker) const override {
     return core::answerUnavailable(r, fragment, server, why, worker);
-  }
-  bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
-                        uint64_t session_id) const override {
-    return core::launchMetaWarmup(r, pool, worker, session_id);
   }
 };
 

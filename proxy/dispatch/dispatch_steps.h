@@ -1,5 +1,5 @@
 // Dispatch's implementation of the steps backend connections hand replies on to
-// (backend/dispatch_steps.h): each forwards to warmup.h / multiget.h.
+// (backend/dispatch_steps.h): each forwards to completion.h / unavailable.h.
 #pragma once
 
 #include "proxy/backend/dispatch_steps.h"

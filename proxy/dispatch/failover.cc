@@ -56,51 +56,53 @@ uint32_t indexOf(const PoolRuntime& pool, const BackendServer* server) {
 // failure line. A failure is answered as unavailable_reads says (the miss in the client's format,
 // in place of the failure line), or stays, counted as a server error.
 void settleDirect(PendingRequest& r, WorkerContext& worker) {
-  if (r.read_missed) {
+  const ReadFailover& f = *r.read_failover;
+  if (f.missed) {
     return;
   }
   // failEach and the connect paths leave exactly the failure line in the reply.
   const size_t failure_line = r.reply.size();
-  if (r.read_failed_at != nullptr &&
-      answerUnavailable(r, 0, *r.read_failed_at, r.read_failure, worker)) {
+  if (f.failed_at != nullptr && answerUnavailable(r, 0, *f.failed_at, f.failure, worker)) {
     r.reply.drain(failure_line);
     return;
   }
   stats::bump(worker.counters().server_errors);
 }
 
-// A Direct mg: to the next replica after read_failed_at, its bytes as first sent.
+// A Direct mg: to the next replica after failed_at, its bytes as first sent.
 bool continueDirect(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker) {
-  while (r.read_failed_at != nullptr) {
-    BackendServer* failed = r.read_failed_at;
+  ReadFailover& f = *r.read_failover;
+  while (f.failed_at != nullptr) {
+    BackendServer* failed = f.failed_at;
     const uint32_t from = indexOf(pool, failed);
     if (from == UINT32_MAX) {
       settleDirect(r, worker);
       return false;
     }
-    const uint32_t next = nextReplica(pool, r.failover_key, from, r.replica_session);
+    const uint32_t next = nextReplica(pool, f.key, from, f.session);
     if (next == UINT32_MAX) {
       settleDirect(r, worker);
       return false;
     }
     countFailover(*failed, worker);
     BackendServer* server = pool.by_index[next];
-    BackendConnection* conn = server->connectionFor(r.replica_session);
+    BackendConnection* conn = server->connectionFor(f.session);
     r.reply.drain(r.reply.size());
     if (conn == nullptr) {
       server->countFailure(server->lastFailure());
-      r.read_failed_at = server;
-      r.read_failure = server->lastFailure();
-      r.read_missed = false;
-      r.reply.append(backendFailureReply(r.read_failure));
+      f.failed_at = server;
+      f.failure = server->lastFailure();
+      f.missed = false;
+      r.reply.append(backendFailureReply(f.failure));
       continue;
     }
-    r.read_failed_at = nullptr;
-    r.read_missed = false;
+    f.failed_at = nullptr;
+    f.missed = false;
     stats::bump(server->stats().get_keys);
-    conn->output().append(r.failover_line);
+    conn->output().append(f.line);
     r.fragments_left = 1;
-    conn->expect(&r, 0, Delivery::Direct, r.failover_expect, r.failover_line.size());
+    conn->expect(&r, 0, Delivery::Direct, f.quiet ? Expect::UntilNoop : Expect::OneUnit,
+                 f.line.size());
     return true;
   }
   return false;
@@ -127,7 +129,7 @@ bool continueMultiget(PendingRequest& r, PoolRuntime& pool, WorkerContext& worke
         continue;  // a miss, and misses do not fail over here
       }
       const std::string_view key = multigetKey(r, i);
-      const uint32_t next = nextReplica(pool, key, fr.server, r.replica_session);
+      const uint32_t next = nextReplica(pool, key, fr.server, r.read_failover->session);
       if (next == UINT32_MAX) {
         continue;
       }
@@ -141,7 +143,7 @@ bool continueMultiget(PendingRequest& r, PoolRuntime& pool, WorkerContext& worke
     if (moved == 0) {
       return false;
     }
-    if (round.send(r.replica_session, [&](const Fragment& fr) -> BackendServer& {
+    if (round.send(r.read_failover->session, [&](const Fragment& fr) -> BackendServer& {
           return *pool.by_index[fr.server];
         }) > 0) {
       return true;
@@ -188,14 +190,14 @@ uint32_t readReplica(PoolRuntime& pool, WorkerContext& worker, std::string_view 
 }
 
 bool continueReadFailover(PendingRequest& r, WorkerContext& worker) {
-  if (!r.replica_read) {
+  if (r.read_failover == nullptr) {
     return false;
   }
   const bool usable = r.session != nullptr && r.pool != nullptr && !r.refused &&
-                      r.pool->topology.get() == r.replica_topology;
+                      r.pool->topology.get() == r.read_failover->topology;
   if (r.shape == Shape::Direct) {
     if (!usable) {
-      if (r.read_failed_at != nullptr && !r.read_missed) {
+      if (r.read_failover->failed_at != nullptr && !r.read_failover->missed) {
         stats::bump(worker.counters().server_errors);
       }
       return false;

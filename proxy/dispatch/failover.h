@@ -3,14 +3,14 @@
 //
 // A read of a replicated pool goes to the first *readable* replica of its key (not backing off,
 // not stale: BackendServer::readable). What its server could not serve is marked where the
-// failure shows (backend_connection.cc: a fragment's `failed`, a Direct mg's read_failed_at:
-// an error reply, a timeout, a closed connection; with read_failover_on_miss or in the server's
-// return window, a miss too). When every part of the request has answered, completeRequest
-// calls continueReadFailover: each such key goes to its next readable replica, in new fragments
-// (a multi-get's reply is still assembled in the client's key order), and the request waits for
-// them. When a key has no replica left, its failure stands: the whole multi-get's SERVER_ERROR,
-// as without replication (the place where an unavailable_reads policy would answer it).
-// Worker-thread only.
+// failure shows (backend_connection.cc: a fragment's `failed`, a Direct mg's
+// ReadFailover::failed_at: an error reply, a timeout, a closed connection; with
+// read_failover_on_miss or in the server's return window, a miss too). When every part of the
+// request has answered, completeRequest calls continueReadFailover: each such key goes to its next
+// readable replica, in new fragments (a multi-get's reply is still assembled in the client's key
+// order), and the request waits for them. When a key has no replica left, its failure stands: the
+// whole multi-get's SERVER_ERROR, as without replication (the place where an unavailable_reads
+// policy would answer it). Worker-thread only.
 #pragma once
 
 #include <cstdint>

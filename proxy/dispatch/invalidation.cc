@@ -70,6 +70,9 @@ void Dispatcher::invalidateAtPrevious(PendingRequest* r, BackendServer& prev,
   }
   protocol::RequestWriter md(conn->output());
   md.metaDelete(req_->keys[0].in(line), req_->key_base64);
+  if (r->warm == nullptr) {
+    r->warm = worker_.warmRequests().acquire();  // for what its md finds (invalidated_hit)
+  }
   ++r->fragments_left;
   stats::bump(worker_.counters().warmup_invalidations);
   conn->expect(r, warmInvalidationHandler(), 0, Expect::OneUnit, md.written());

@@ -4,6 +4,7 @@
 
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/worker_context.h"
+#include "proxy/dispatch/direct_features.h"
 #include "proxy/dispatch/failover.h"
 #include "proxy/dispatch/warmup.h"
 #include "proxy/protocol/meta_flags.h"
@@ -174,10 +175,10 @@ void ReplicationHandler::prepareMultiget(PoolContext& ctx, const RetrievalCall& 
   if (call.warm) {
     return;  // warm-up's second hops answer its misses
   }
-  r.replica_read = true;  // fragments that fail go on to each key's next replica
+  r.read_failover = ctx.worker().readFailovers().acquire();  // failed fragments: next replicas
   r.rewrites = true;
-  r.replica_session = ctx.sessionId();
-  r.replica_topology = ctx.pool().topology.get();
+  r.read_failover->session = ctx.sessionId();
+  r.read_failover->topology = ctx.pool().topology.get();
 }
 
 // --- spread
@@ -205,6 +206,7 @@ void SpreadHandler::prepareKeyed(PoolContext& ctx, KeyedCall& call) const {
     r.spread->role = SpreadRole::Read;
     r.spread->entry = *call.spread;
     r.spread->copy = call.spread_copy;
+    observeDirect(r);  // a miss there clears the copy
   } else if (call.spread_use == SpreadUse::Invalidate) {
     // Its copies could not be written alike (a cas value, meta flags): none is read again until
     // a fill, which waits for this write to be done (settleSpreadWrite).
@@ -287,15 +289,15 @@ void WarmupHandler::prepareKeyed(PoolContext& ctx, KeyedCall& call) const {
   const protocol::Request& req = ctx.request();
   const Command c = req.command;
   if (c == Command::MetaGet) {
-    // A miss may take a second hop (launchMetaWarmup, on its EN).
+    // A miss may take a second hop (its DirectReplyObserver launches it on EN).
     const std::string_view flags = metaFlagsOf(req, call.line);
     if (!call.quiet_meta && !req.key_base64 && metaFlagsWarmable(flags)) {
       PendingRequest& r = *call.r;
-      r.warm = true;
+      startWarmRead(r, ctx.worker());
       r.line.assign(call.key);
       r.key_offsets.assign({0, static_cast<uint32_t>(call.key.size())});
       r.key_count = 1;
-      r.meta_flags.assign(flags);
+      r.warm->meta_flags.assign(flags);
       call.warm_hop = true;
     }
   } else if (protocol::commandClass(c) == CommandClass::Storage || c == Command::Delete ||
@@ -322,9 +324,11 @@ void WarmupHandler::placedKeys(PoolContext& ctx, RetrievalCall& call) const {
   }
 }
 
-void WarmupHandler::prepareMultiget(PoolContext&, const RetrievalCall& call,
+void WarmupHandler::prepareMultiget(PoolContext& ctx, const RetrievalCall& call,
                                     PendingRequest& r) const {
-  r.warm = call.warm;
+  if (call.warm) {
+    startWarmRead(r, ctx.worker());
+  }
 }
 
 }  // namespace mcring::core

@@ -11,6 +11,7 @@
 #include "proxy/backend/pool_runtime.h"
 #include "proxy/backend/replica_write.h"
 #include "proxy/backend/worker_context.h"
+#include "proxy/dispatch/direct_features.h"
 #include "proxy/dispatch/multiget.h"
 #include "proxy/protocol/meta_set_line.h"
 #include "proxy/protocol/request_writer.h"
@@ -165,7 +166,9 @@ class WarmInvalidationReply final : public ReplyHandler {
       return UnitVerdict::Desync;
     }
     if (rep.kind == protocol::ReplyKind::MetaHit) {
-      r.invalidated_hit = true;
+      if (r.warm != nullptr) {
+        r.warm->invalidated_hit = true;
+      }
     }
     return UnitVerdict::Done;
   }
@@ -184,7 +187,7 @@ WarmInvalidationReply warm_invalidation_reply;
 void sendCopy(PendingRequest& r, uint32_t i, const WarmValue& v, std::string_view data,
               BackendServer& from, BackendServer& to) {
   auto& c = from.worker().counters();
-  if (r.key_warm[i] == WarmState::CopyCancelled) {
+  if (r.warm->key_warm[i] == WarmState::CopyCancelled) {
     stats::bump(c.warmup_copies_cancelled);
     return;
   }
@@ -212,7 +215,7 @@ void sendCopy(PendingRequest& r, uint32_t i, const WarmValue& v, std::string_vie
 std::string metaReply(const PendingRequest& r, const WarmValue& v) {
   bool value = false;
   std::string ret;
-  forEachToken(r.meta_flags, [&](std::string_view token) {
+  forEachToken(r.warm->meta_flags, [&](std::string_view token) {
     switch (token[0]) {
       case 'v':
         value = true;
@@ -267,7 +270,7 @@ void onWarmupReply(PendingRequest& r, uint32_t i, const protocol::Reply& rep, st
   if (r.shape == Shape::Direct) {
     r.reply.drain(r.reply.size());  // the new server's EN
     r.reply.append(metaReply(r, v));
-    if (r.meta_flags.find('v') != std::string::npos) {
+    if (r.warm->meta_flags.find('v') != std::string::npos) {
       r.reply.append(data);
     }
   } else {
@@ -323,9 +326,17 @@ bool placementChanged(const config::PoolTopology& a, const config::PoolTopology&
          ra.ketama_compat != rb.ketama_compat || ra.maglev_table_size != rb.maglev_table_size;
 }
 
+void startWarmRead(PendingRequest& r, WorkerContext& worker) {
+  if (r.warm == nullptr) {
+    r.warm = worker.warmRequests().acquire();
+  }
+  r.warm->hops = true;
+  observeDirect(r);  // an mg's miss takes its second hop; a warm-up read is never replayed
+}
+
 bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
                           uint64_t session_id) {
-  r.warm_hop_started = true;
+  r.warm->hop_started = true;
   if (!pool.warmup || r.failed) {
     return false;  // a failed fragment fails the whole reply anyway
   }
@@ -334,7 +345,7 @@ bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& w
   uint32_t limit = pool.config().warmup_max_inflight;
   uint32_t first_warm_fragment = r.fragment_count;
   uint32_t sent = 0;
-  r.key_warm.assign(r.key_count, WarmState::None);
+  r.warm->key_warm.assign(r.key_count, WarmState::None);
   for (uint32_t i = 0; i < r.key_count; ++i) {
     if (r.key_hit_length[i] != 0 || r.fragments[r.key_fragment[i]].unavailable) {
       continue;  // a hit, or its server was unavailable: a miss (unavailable.h)
@@ -367,7 +378,7 @@ bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& w
     }
     r.fragments[f].key_indices.push_back(i);
     r.key_fragment[i] = f;
-    r.key_warm[i] = WarmState::Fetching;
+    r.warm->key_warm[i] = WarmState::Fetching;
     const size_t bytes = writeWarmFetch(conn->output(), key);
     ++r.fragments_left;
     ++sent;
@@ -380,7 +391,7 @@ bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& w
 
 bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
                       uint64_t session_id) {
-  r.warm_hop_started = true;
+  r.warm->hop_started = true;
   if (!pool.warmup) {
     return false;
   }
@@ -398,7 +409,7 @@ bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worke
     stats::bump(c.warmup_skips);
     return false;
   }
-  r.key_warm.assign(1, WarmState::Fetching);
+  r.warm->key_warm.assign(1, WarmState::Fetching);
   const size_t bytes = writeWarmFetch(conn->output(), key);
   ++r.fragments_left;
   registry.started(key, &r, 0);

@@ -37,6 +37,10 @@ struct PoolRuntime;
 bool placementChanged(const config::PoolTopology& a, const config::PoolTopology& b);
 
 // Second hop of a multi-key get (classic get/gets/gat/gats) once every fragment answered: sends
+// r reads moved keys (an mg, or a multi-get within one pool): a miss may take a second hop to
+// the key's previous server. Gives r its warm-up state (backend/warm_request.h).
+void startWarmRead(PendingRequest& r, WorkerContext& worker);
+
 // `mg <key> v f t c` to the previous server of each missed moved key. Returns true if any was
 // sent (the request completes when they and their copies are answered).
 bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker,
@@ -48,7 +52,7 @@ bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worke
 
 // The handler a write or delete of a moved key sends its `md` to the key's previous server with
 // (Dispatcher::invalidatePrevious): a hit there makes a delete's NOT_FOUND a DELETED
-// (r.invalidated_hit); the request's reply waits for it.
+// (WarmRequest::invalidated_hit); the request's reply waits for it.
 ReplyHandler& warmInvalidationHandler();
 
 // Client `mg` flags the warm-up path can answer itself (v f t c k s O); others go cold.

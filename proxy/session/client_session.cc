@@ -368,11 +368,11 @@ bool ClientSession::streamable(const PendingRequest& r) const {
   }
   switch (r.shape) {
     case Shape::Direct:
-      return !r.warm && !r.rewrites;
+      return !warmHops(r) && !r.rewrites;
     case Shape::Multiget:
       // A lone fragment's units are the reply in key order (multigetValueSink); several
       // fragments' units are written in key order as their turn comes (advanceStream).
-      return !r.warm && !r.rewrites;
+      return !warmHops(r) && !r.rewrites;
     case Shape::Broadcast:
     case Shape::Stats:
       return false;

@@ -68,3 +68,37 @@ TEST_CASE("replicas 2: a multi-get fails over per key and keeps the client's key
   const std::string want = valueUnit(A, "ay") + valueUnit(B, "bee") + "END\r\n";
   CHECK(client.read(want.size(), 3000) == want);
 }
+
+// A replicated mg is a Direct request: its DirectReplyObserver (dispatch/direct_features.cc)
+// marks what its replica could not serve (an error reply; a refused connect, which it keeps from
+// being answered as unavailable or counted as a server error), and completion asks the next one.
+TEST_CASE(
+    "replicas 2: an mg its first replica errs on, or cannot be connected to, is served by the "
+    "next") {
+  FakeBackend b0, b1;
+  DataPlane dp({&b0, &b1}, "  replicas: 2\n");
+  auto client = dp.connect();
+  const std::string K = dp.keyOn(0, "m");
+  const std::string mg = "mg " + K + " v\r\n";
+  REQUIRE(client.send(mg));
+  CHECK(b0.expect(mg) == mg);
+  REQUIRE(b0.send("SERVER_ERROR out of memory\r\n"));
+  CHECK(b1.expect(mg) == mg);
+  REQUIRE(b1.send("VA 2\r\nhi\r\n"));
+  CHECK(client.read(10) == "VA 2\r\nhi\r\n");
+  CHECK(dp.counters().failover_reads.load() == 1);
+
+  // The first replica goes away: the connect fails under the request.
+  FakeBackend c0, c1;
+  DataPlane dp2({&c0, &c1}, "  replicas: 2\n");
+  auto client2 = dp2.connect();
+  const std::string K2 = dp2.keyOn(0, "n");
+  const std::string mg2 = "mg " + K2 + " v\r\n";
+  c0.stopListening();
+  REQUIRE(client2.send(mg2));
+  CHECK(c1.expect(mg2) == mg2);
+  REQUIRE(c1.send("VA 2\r\nok\r\n"));
+  CHECK(client2.read(10) == "VA 2\r\nok\r\n");
+  CHECK(dp2.counters().server_errors.load() == 0);
+  CHECK(dp2.counters().unavailable_misses.load() == 0);
+}
