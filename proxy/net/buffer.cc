@@ -143,18 +143,22 @@ void Buffer::copyTo(Buffer& dst, size_t offset, size_t n) const {
   if (n == 0 || evbuffer_ptr_set(buf_, &at, offset, EVBUFFER_PTR_SET) != 0) {
     return;
   }
+  bool copied = false;
   while (n > 0) {
     evbuffer_iovec piece;
     if (evbuffer_peek(buf_, static_cast<ev_ssize_t>(n), &at, &piece, 1) < 1 || piece.iov_len == 0) {
-      return;
+      break;
     }
     const size_t take = std::min(n, piece.iov_len);
     evbuffer_add(dst.buf_, piece.iov_base, take);
-    dst.added();
+    copied = true;
     n -= take;
     if (n > 0 && evbuffer_ptr_set(buf_, &at, take, EVBUFFER_PTR_ADD) != 0) {
-      return;
+      break;
     }
+  }
+  if (copied) {
+    dst.added();  // once for the whole copy, however many pieces it took
   }
 }
 
