@@ -72,7 +72,8 @@ def with_attached(tool_argv, argv, work_out):
     """Runs argv (memtier) while tool_argv (attached to a pid) runs; stops the tool with SIGINT."""
     tool = subprocess.Popen(tool_argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.3)
-    rc = launch.run_bounded(argv, 120, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(work_out + ".err", "w") as err:
+        rc = launch.run_bounded(argv, 120, stdout=subprocess.DEVNULL, stderr=err)
     tool.send_signal(signal.SIGINT)
     try:
         tool.wait(30)
@@ -80,7 +81,11 @@ def with_attached(tool_argv, argv, work_out):
         tool.kill()
         tool.wait()
     if rc != 0:
-        sys.exit("perf_profile.py: memtier failed (%s), see %s" % (rc, work_out))
+        # memtier stops reading a connection whose reply it cannot parse, such as the
+        # SERVER_ERROR a proxy answers when a backend was stalled past `timeout` (a machine too
+        # loaded), and then waits for it to the bound.
+        sys.exit("perf_profile.py: memtier failed (%s), see %s.err ('response parsing failed': "
+                 "look for backend timeouts in the proxy's log)" % (rc, work_out))
 
 
 def perf_stat(pid, path):
