@@ -94,9 +94,21 @@ char Buffer::byteAt(size_t pos) const {
 }
 
 void Buffer::drain(size_t n) {
+  if (n == 0) {
+    return;
+  }
   evbuffer_drain(buf_, n);
+  drained();
 }
 void Buffer::moveTo(Buffer& dst, size_t n) {
+  if (n == 0) {
+    return;
+  }
+  moveBytes(dst, n);
+  dst.added();
+  drained();
+}
+void Buffer::moveBytes(Buffer& dst, size_t n) {
   while (n > 0) {
     evbuffer_iovec front;
     if (evbuffer_peek(buf_, -1, nullptr, &front, 1) < 1) {
@@ -119,7 +131,11 @@ void Buffer::moveTo(Buffer& dst, size_t n) {
   }
 }
 void Buffer::append(std::string_view bytes) {
+  if (bytes.empty()) {
+    return;
+  }
   evbuffer_add(buf_, bytes.data(), bytes.size());
+  added();
 }
 
 void Buffer::copyTo(Buffer& dst, size_t offset, size_t n) const {
@@ -127,17 +143,22 @@ void Buffer::copyTo(Buffer& dst, size_t offset, size_t n) const {
   if (n == 0 || evbuffer_ptr_set(buf_, &at, offset, EVBUFFER_PTR_SET) != 0) {
     return;
   }
+  bool copied = false;
   while (n > 0) {
     evbuffer_iovec piece;
     if (evbuffer_peek(buf_, static_cast<ev_ssize_t>(n), &at, &piece, 1) < 1 || piece.iov_len == 0) {
-      return;
+      break;
     }
     const size_t take = std::min(n, piece.iov_len);
     evbuffer_add(dst.buf_, piece.iov_base, take);
+    copied = true;
     n -= take;
     if (n > 0 && evbuffer_ptr_set(buf_, &at, take, EVBUFFER_PTR_ADD) != 0) {
-      return;
+      break;
     }
+  }
+  if (copied) {
+    dst.added();  // once for the whole copy, however many pieces it took
   }
 }
 
@@ -150,7 +171,11 @@ void Buffer::copyOut(size_t offset, size_t n, char* dst) const {
 }
 
 void Buffer::prepend(std::string_view bytes) {
+  if (bytes.empty()) {
+    return;
+  }
   evbuffer_prepend(buf_, bytes.data(), bytes.size());
+  added();
 }
 
 }  // namespace mcring::net

@@ -58,9 +58,38 @@ class Buffer final : public protocol::ByteSource {
 
   evbuffer* raw() const { return buf_; }
 
+  // Called after bytes were added at the end (append, prepend, moveTo or copyTo into this
+  // buffer), or drained from the front (drain, moveTo out of it); not for what the owner does to
+  // raw() itself. How a connection learns that its output has bytes to write, or that its input
+  // went below a watermark: an evbuffer callback does the same but runs on every change of the
+  // buffer, its own socket I/O included, and costed ~700 instructions a request
+  // (bench/results/perf-profile.md). One of each per buffer; nullptr removes it. Not moved with
+  // the bytes (move construction and assignment leave both as they were).
+  using Hook = void (*)(void* arg);
+  void setHooks(Hook on_added, Hook on_drained, void* arg) {
+    on_added_ = on_added;
+    on_drained_ = on_drained;
+    hook_arg_ = arg;
+  }
+
  private:
+  void moveBytes(Buffer& dst, size_t n);
+  void added() const {
+    if (on_added_ != nullptr) {
+      on_added_(hook_arg_);
+    }
+  }
+  void drained() const {
+    if (on_drained_ != nullptr) {
+      on_drained_(hook_arg_);
+    }
+  }
+
   evbuffer* buf_ = nullptr;
   bool owned_ = false;
+  Hook on_added_ = nullptr;
+  Hook on_drained_ = nullptr;
+  void* hook_arg_ = nullptr;
 };
 
 }  // namespace mcring::net

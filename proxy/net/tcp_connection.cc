@@ -65,10 +65,10 @@ TcpConnection::TcpConnection(EventLoop& loop, int fd, ConnectionHandler* handler
     : loop_(&loop), fd_(fd), handler_(handler), read_hint_(kReadMin) {
   read_ev_ = event_new(loop.raw(), fd, EV_READ | EV_PERSIST, &TcpConnection::onReadEvent, this);
   write_ev_ = event_new(loop.raw(), fd, EV_WRITE | EV_PERSIST, &TcpConnection::onWriteEvent, this);
-  evbuffer_add_cb(output_.raw(), &TcpConnection::onOutputChanged, this);
-  input_cb_ = evbuffer_add_cb(input_.raw(), &TcpConnection::onInputChanged, this);
-  // Only needed while reading is suspended at the high watermark.
-  evbuffer_cb_clear_flags(input_.raw(), input_cb_, EVBUFFER_CB_ENABLED);
+  // Buffer hooks, not evbuffer callbacks: those would also run for every read and write of the
+  // socket below (buffer.h).
+  output_.setHooks(&TcpConnection::onOutputAdded, nullptr, this);
+  input_.setHooks(nullptr, &TcpConnection::onInputDrained, this);
 }
 
 TcpConnection::~TcpConnection() {
@@ -122,9 +122,8 @@ void TcpConnection::close() {
       loop_->cancelFlush(this);
       flush_queued_ = false;
     }
-    evbuffer_remove_cb(output_.raw(), &TcpConnection::onOutputChanged, this);
-    evbuffer_remove_cb_entry(input_.raw(), input_cb_);
-    input_cb_ = nullptr;
+    output_.setHooks(nullptr, nullptr, nullptr);
+    input_.setHooks(nullptr, nullptr, nullptr);
     event_free(read_ev_);
     event_free(write_ev_);
     read_ev_ = write_ev_ = nullptr;
@@ -208,7 +207,7 @@ std::unique_ptr<TcpConnection> TcpConnection::adopt(EventLoop& loop, int fd,
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
   }
   std::unique_ptr<TcpConnection> conn(new TcpConnection(loop, fd, handler));
-  if (conn->read_ev_ == nullptr || conn->write_ev_ == nullptr || conn->input_cb_ == nullptr) {
+  if (conn->read_ev_ == nullptr || conn->write_ev_ == nullptr) {
     return nullptr;  // the destructor closes fd
   }
   if (tls != nullptr && !conn->startTls(*tls, /*server=*/true)) {
@@ -247,7 +246,7 @@ std::unique_ptr<TcpConnection> TcpConnection::connect(EventLoop& loop,
     }
   }
   std::unique_ptr<TcpConnection> conn(new TcpConnection(loop, fd, handler));
-  if (conn->read_ev_ == nullptr || conn->write_ev_ == nullptr || conn->input_cb_ == nullptr) {
+  if (conn->read_ev_ == nullptr || conn->write_ev_ == nullptr) {
     return nullptr;
   }
   if (tls != nullptr && !conn->startTls(*tls, /*server=*/false)) {
@@ -356,31 +355,25 @@ void TcpConnection::setReadHighWatermark(size_t bytes) {
   bool over = bytes != 0 && input_.size() >= bytes;
   if (over != read_suspended_) {
     read_suspended_ = over;
-    if (over) {
-      evbuffer_cb_set_flags(input_.raw(), input_cb_, EVBUFFER_CB_ENABLED);
-    } else {
-      evbuffer_cb_clear_flags(input_.raw(), input_cb_, EVBUFFER_CB_ENABLED);
-    }
     updateReadEvent();
   }
 }
 
-void TcpConnection::onInputChanged(evbuffer*, const evbuffer_cb_info* info, void* arg) {
+void TcpConnection::onInputDrained(void* arg) {
   auto* self = static_cast<TcpConnection*>(arg);
-  if (info->n_deleted == 0 || !self->read_suspended_ || self->fd_ < 0) {
+  if (!self->read_suspended_ || self->fd_ < 0) {
     return;
   }
   if (self->read_high_ == 0 || self->input_.size() < self->read_high_) {
     self->read_suspended_ = false;
-    evbuffer_cb_clear_flags(self->input_.raw(), self->input_cb_, EVBUFFER_CB_ENABLED);
     self->updateReadEvent();
   }
 }
 
-void TcpConnection::onOutputChanged(evbuffer*, const evbuffer_cb_info* info, void* arg) {
+void TcpConnection::onOutputAdded(void* arg) {
   auto* self = static_cast<TcpConnection*>(arg);
-  if (info->n_added == 0 || self->flush_queued_ || self->write_armed_ || !self->write_enabled_ ||
-      self->connecting_ || self->fd_ < 0 || self->in_before_write_) {
+  if (self->flush_queued_ || self->write_armed_ || !self->write_enabled_ || self->connecting_ ||
+      self->fd_ < 0 || self->in_before_write_) {
     return;
   }
   self->flush_queued_ = true;
@@ -521,7 +514,6 @@ void TcpConnection::handleRead(short what) {
   }
   if (read_high_ != 0 && evbuffer_get_length(in) >= read_high_ && !read_suspended_) {
     read_suspended_ = true;
-    evbuffer_cb_set_flags(in, input_cb_, EVBUFFER_CB_ENABLED);
     updateReadEvent();
   }
   if (ssl_ != nullptr) {

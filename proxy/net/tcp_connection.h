@@ -20,9 +20,6 @@
 #include "proxy/net/event_loop.h"
 #include "proxy/net/tls_context.h"
 
-struct evbuffer;
-struct evbuffer_cb_entry;
-struct evbuffer_cb_info;
 struct event;
 struct evconnlistener;
 struct ssl_st;
@@ -122,8 +119,10 @@ class TcpConnection {
   TcpConnection(EventLoop& loop, int fd, ConnectionHandler* handler);
   static void onReadEvent(int fd, short what, void* arg);
   static void onWriteEvent(int fd, short what, void* arg);
-  static void onOutputChanged(evbuffer*, const evbuffer_cb_info* info, void* arg);
-  static void onInputChanged(evbuffer*, const evbuffer_cb_info* info, void* arg);
+  // Buffer hooks (buffer.h): output got bytes (schedules the flush); input lost some (resumes
+  // reading below the high watermark).
+  static void onOutputAdded(void* arg);
+  static void onInputDrained(void* arg);
   static void onHandshakeDeadline(int fd, short what, void* arg);
 
   void handleRead(short what);
@@ -157,7 +156,6 @@ class TcpConnection {
   ConnectionHandler* handler_ = nullptr;
   Buffer input_;
   Buffer output_;
-  evbuffer_cb_entry* input_cb_ = nullptr;
   Guard* guard_ = nullptr;
   uint32_t read_timeout_ms_ = 0;
   uint32_t connect_timeout_ms_ = 0;

@@ -49,5 +49,51 @@ TEST_CASE("prepend puts bytes before the front") {
   CHECK(all(b) == "set k 0 60 1\r\nv\r\n");
 }
 
+// What a TcpConnection learns through the hooks (output to flush, input drained below its read
+// watermark): every operation that adds or drains says so once, and reading a buffer says nothing.
+struct HookCounts {
+  int added = 0;
+  int drained = 0;
+  static void onAdded(void* arg) { ++static_cast<HookCounts*>(arg)->added; }
+  static void onDrained(void* arg) { ++static_cast<HookCounts*>(arg)->drained; }
+};
+
+TEST_CASE("hooks: each add or drain calls its hook once; reads and empty operations none") {
+  HookCounts src_counts, dst_counts;
+  Buffer src, dst;
+  src.setHooks(&HookCounts::onAdded, &HookCounts::onDrained, &src_counts);
+  dst.setHooks(&HookCounts::onAdded, &HookCounts::onDrained, &dst_counts);
+  src.append("get a b\r\n");
+  src.prepend(">");
+  CHECK(src_counts.added == 2);
+  CHECK(src.size() == 10);
+  CHECK(src.findNewline(0, 100) == 9);
+  CHECK(src.byteAt(1) == 'g');
+  CHECK(src.contiguous(4) == ">get");
+  std::string copied(3, '?');
+  src.copyOut(1, 3, copied.data());
+  CHECK(src_counts.added == 2);
+  CHECK(src_counts.drained == 0);
+  src.copyTo(dst, 1, 4);
+  CHECK(dst_counts.added == 1);
+  CHECK(src_counts.drained == 0);
+  src.drain(1);
+  CHECK(src_counts.drained == 1);
+  src.moveTo(dst, 4);
+  CHECK(src_counts.drained == 2);
+  CHECK(dst_counts.added == 2);
+  CHECK(all(dst) == "get get ");
+  src.append("");
+  src.drain(0);
+  src.moveTo(dst, 0);
+  CHECK(src_counts.added == 2);
+  CHECK(src_counts.drained == 2);
+  CHECK(dst_counts.added == 2);
+  src.setHooks(nullptr, nullptr, nullptr);
+  src.drain(src.size());
+  CHECK(src_counts.drained == 2);
+  CHECK(src.empty());
+}
+
 }  // namespace
 }  // namespace mcring::net

@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""Per-request kernel-side counts of mcring, nutcracker and direct memcached under memtier: the
+profile behind bench/results/perf-profile.md (issue #32).
+
+Starts compare.py's setup (three memcached -t 1 backends, nutcracker and mcring on them with the
+default config, a 4th memcached as direct), pre-fills memtier's keys through mcring and into
+direct, then for each workload and target runs memtier (50 connections, 1 thread, as compare.py's
+mt-* workloads) with `perf stat -p PID` attached to the target for the run. It prints, per
+request (memtier's Count): task-clock µs, context switches, CPU migrations, system calls (all,
+and per call: epoll_wait, epoll_ctl, read, readv, recvfrom, write, writev, sendmsg, sendto),
+packets sent (net:net_dev_xmit: every packet the target's system calls put on loopback, pure
+ACKs included) and wake-ups done in the target's context (sched:sched_waking: mostly the peer a
+write wakes, whose receive processing runs in the writer's system call on loopback). The machine
+has no hardware counters (cycles, instructions): user-space instructions come from
+results/routes/instructions.py (callgrind).
+
+--record also runs `perf record -g` (cpu-clock samples, 2 kHz) on --record-target (mcring) for one
+more run and prints the user/kernel split, the inclusive and the exclusive top symbols; --strace
+runs `strace -c -f` on each target for one more run (slow: the traced process is ~3x slower; the
+mix, not the rate, is what counts).
+
+usage: perf_profile.py [--mcring PATH] [--mcring-flags "..."] [--duration S] [--rounds N]
+                       [--workloads mt-mix,mt-mget,mt-p16] [--targets mcring,nutcracker,direct]
+                       [--record [--record-target NAME]] [--strace] [--out DIR]
+"""
+
+import argparse
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import compare  # noqa: E402
+import launch  # noqa: E402
+
+SYSCALLS = ("epoll_wait", "epoll_pwait", "epoll_ctl", "read", "readv", "recvfrom", "write",
+            "writev", "sendmsg", "sendto")
+EVENTS = (["task-clock", "context-switches", "cpu-migrations", "raw_syscalls:sys_enter",
+           "net:net_dev_xmit", "sched:sched_waking"] +
+          ["syscalls:sys_enter_%s" % s for s in SYSCALLS])
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--mcring", default=os.path.join(launch.ROOT, "build", "mcring"))
+    p.add_argument("--mcring-flags", default="", help="extra mcring flags, word-split")
+    p.add_argument("--duration", type=int, default=5)
+    p.add_argument("--workloads", default="mt-mix")
+    p.add_argument("--targets", default="mcring,nutcracker,direct")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--record", action="store_true")
+    p.add_argument("--record-target", default="mcring", help="the target --record profiles")
+    p.add_argument("--strace", action="store_true")
+    p.add_argument("--out")
+    return p.parse_args()
+
+
+def memtier_argv(t, port, w, duration, out):
+    argv = [t["memtier"], "-s", launch.HOST, "-p", str(port), "-P", "memcache_text",
+            "--ratio=1:10", "--key-pattern=R:R", "--key-maximum=%d" % compare.KEYS, "-c", "50",
+            "-t", "1", "--data-size-range=32-100", "--test-time=%d" % duration,
+            "--hide-histogram", "--json-out-file=" + out]
+    return argv + {"mt-mix": [], "mt-mget": ["--multi-key-get=10"],
+                   "mt-p16": ["--pipeline=16"]}[w]
+
+
+def with_attached(tool_argv, argv, work_out):
+    """Runs argv (memtier) while tool_argv (attached to a pid) runs; stops the tool with SIGINT."""
+    tool = subprocess.Popen(tool_argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+    with open(work_out + ".err", "w") as err:
+        rc = launch.run_bounded(argv, 120, stdout=subprocess.DEVNULL, stderr=err)
+    tool.send_signal(signal.SIGINT)
+    try:
+        tool.wait(30)
+    except subprocess.TimeoutExpired:
+        tool.kill()
+        tool.wait()
+    if rc != 0:
+        # memtier stops reading a connection whose reply it cannot parse, such as the
+        # SERVER_ERROR a proxy answers when a backend was stalled past `timeout` (a machine too
+        # loaded), and then waits for it to the bound.
+        sys.exit("perf_profile.py: memtier failed (%s), see %s.err ('response parsing failed': "
+                 "look for backend timeouts in the proxy's log)" % (rc, work_out))
+
+
+def perf_stat(pid, path):
+    return ["perf", "stat", "-x", ";", "-o", path, "-e", ",".join(EVENTS), "-p", str(pid)]
+
+
+def read_stat(path):
+    got = {}
+    for line in open(path):
+        f = line.strip().split(";")
+        if len(f) < 3 or line.startswith("#"):
+            continue
+        try:
+            got[f[2]] = float(f[0])
+        except ValueError:
+            pass
+    return got
+
+
+def main():
+    a = parse_args()
+    work = a.out or tempfile.mkdtemp(prefix="mcring-perf-")
+    os.makedirs(work, exist_ok=True)
+    t = {"memtier": launch.find_tool("memtier_benchmark", compare.MEMTIER_FALLBACK),
+         "nutcracker": launch.find_tool("nutcracker", "/usr/sbin/nutcracker"),
+         "memcached": launch.find_tool("memcached", "/usr/bin/memcached")}
+    L = launch.Launcher(work)
+    launch.harness.MEMCACHED_BIN = t["memcached"]
+    try:
+        backends = [L.memcached("memcached%d" % i, 512, ["-c", "4096"]) for i in (1, 2, 3)]
+        servers = "  servers:\n" + "".join("    - %s:1\n" % b.addr for b in backends)
+        targets = {}
+        names = a.targets.split(",")
+        if "direct" in names:
+            targets["direct"] = L.memcached("direct", 1024, ["-c", "4096"])
+        if "nutcracker" in names:
+            targets["nutcracker"] = L.nutcracker(
+                "nutcracker", t["nutcracker"],
+                "  hash: fnv1a_64\n  distribution: ketama\n" + servers)
+        if "mcring" in names:
+            targets["mcring"] = L.mcring("mcring", a.mcring,
+                                         servers + "  client_connections: 0\n",
+                                         shlex.split(a.mcring_flags))
+        for n in ("mcring", "direct"):
+            if n in targets:
+                launch.run_bounded(
+                    [t["memtier"], "-s", launch.HOST, "-p", str(targets[n].port), "-P",
+                     "memcache_text", "--ratio=1:0", "-n", "allkeys", "--key-pattern=P:P",
+                     "--key-maximum=%d" % compare.KEYS, "-c", "1", "-t", "1",
+                     "--data-size-range=32-100", "--hide-histogram"], 300,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if "mcring" in targets:
+            pid = targets["mcring"].pid
+            threads = sorted(os.listdir("/proc/%d/task" % pid))
+            comms = [open("/proc/%d/task/%s/comm" % (pid, x)).read().strip() for x in threads]
+            print("mcring threads: %d (%s)" % (len(threads), ", ".join(comms)))
+        print("| workload | target | ops/s | p99 µs | CPU µs/req | ctx sw/req | migr/req | "
+              "syscalls/req | packets/req | wake-ups/req | " +
+              " | ".join(s for s in SYSCALLS) + " |")
+        print("|---|---|" + "---:|" * (9 + len(SYSCALLS)))
+        for rnd in range(a.rounds):
+            for w in a.workloads.split(","):
+                for n in names:
+                    srv = targets[n]
+                    out = os.path.join(work, "%s-%s-%d.json" % (w, n, rnd))
+                    stat = os.path.join(work, "%s-%s-%d.stat" % (w, n, rnd))
+                    with_attached(perf_stat(srv.pid, stat),
+                                  memtier_argv(t, srv.port, w, a.duration, out), out)
+                    j = compare.parse_memtier(out)
+                    s = read_stat(stat)
+                    req = j["replies"]
+                    per = lambda k: s.get(k, 0) / req  # noqa: E731
+                    print("| %s | %s | %.0f | %.0f | %.2f | %.3f | %.4f | %.2f | %.2f | %.2f | %s |"
+                          % (w, n, j["ops_per_sec"], j["latency_us"]["p99"] or 0,
+                             s.get("task-clock", 0) * 1000 / req, per("context-switches"),
+                             per("cpu-migrations"), per("raw_syscalls:sys_enter"),
+                             per("net:net_dev_xmit"), per("sched:sched_waking"),
+                             " | ".join("%.2f" % per("syscalls:sys_enter_%s" % c)
+                                        for c in SYSCALLS)), flush=True)
+        if a.record and a.record_target in targets:
+            rec = targets[a.record_target]
+            w = a.workloads.split(",")[0]
+            data = os.path.join(work, "perf-%s.data" % a.record_target)
+            out = os.path.join(work, "record-%s.json" % w)
+            with_attached(["perf", "record", "-g", "-e", "cpu-clock", "-F", "2000", "-o", data,
+                           "-p", str(rec.pid)],
+                          memtier_argv(t, rec.port, w, a.duration, out), out)
+            for sort, extra in (("dso", []), ("sym", ["--children", "--percent-limit", "3"]),
+                                ("dso,sym", ["--no-children", "--percent-limit", "0.7"])):
+                rep = subprocess.run(["perf", "report", "-i", data, "--sort", sort, "--stdio",
+                                      "-g", "none"] + extra, capture_output=True, text=True).stdout
+                print("\n%s, perf report --sort %s %s:\n```\n" % (a.record_target, sort,
+                                                                  " ".join(extra)) +
+                      "\n".join(l for l in rep.splitlines() if l and not l.startswith("#")) +
+                      "\n```")
+        if a.strace:
+            for n in names:
+                w = a.workloads.split(",")[0]
+                out = os.path.join(work, "strace-%s-%s.json" % (w, n))
+                trace = os.path.join(work, "strace-%s.txt" % n)
+                with_attached(["strace", "-c", "-f", "-o", trace, "-p", str(targets[n].pid)],
+                              memtier_argv(t, targets[n].port, w, a.duration, out), out)
+                req = compare.parse_memtier(out)["replies"]
+                print("\n%s (strace -c -f, %d requests; calls/request):" % (n, req))
+                for line in open(trace):
+                    f = line.split()
+                    if len(f) >= 5 and f[0][0].isdigit() and f[-1] != "total":
+                        calls = int(f[3])
+                        print("  %-14s %.3f" % (f[-1], calls / req))
+    finally:
+        L.stop()
+    print("raw files: %s" % work, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
