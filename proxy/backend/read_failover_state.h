@@ -12,11 +12,13 @@
 #include <vector>
 
 #include "proxy/backend/backend_failure.h"
+#include "proxy/backend/record_pool.h"
 
 namespace mcring::core {
 
 class BackendServer;
-class ReadFailoverPool;
+struct ReadFailover;
+using ReadFailoverPool = RecordPool<ReadFailover>;
 
 struct ReadFailover {
   ReadFailoverPool* owner = nullptr;  // its worker's pool
@@ -35,25 +37,6 @@ struct ReadFailover {
   static void release(ReadFailover*& f);
 };
 
-class ReadFailoverPool {
- public:
-  ReadFailover* acquire() {
-    if (free_.empty()) {
-      all_.push_back(std::make_unique<ReadFailover>());
-      all_.back()->owner = this;
-      return all_.back().get();
-    }
-    ReadFailover* f = free_.back();
-    free_.pop_back();
-    return f;
-  }
-
- private:
-  friend struct ReadFailover;
-  std::vector<ReadFailover*> free_;
-  std::vector<std::unique_ptr<ReadFailover>> all_;
-};
-
 inline void ReadFailover::release(ReadFailover*& f) {
   if (f == nullptr) {
     return;
@@ -66,7 +49,7 @@ inline void ReadFailover::release(ReadFailover*& f) {
   f->key.clear();
   f->line.clear();
   f->quiet = false;
-  f->owner->free_.push_back(f);
+  f->owner->giveBack(f);
   f = nullptr;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "proxy/backend/backend_failure.h"
+#include "proxy/backend/record_pool.h"
 
 namespace mcring::core {
 
@@ -29,7 +30,8 @@ enum class ReplicaOutcome : uint8_t {
   Skipped,  // not sent: a cas the primary did not store
 };
 
-class ReplicaWritePool;
+struct ReplicaWrite;
+using ReplicaWritePool = RecordPool<ReplicaWrite>;
 
 struct ReplicaWrite {
   ReplicaWritePool* owner = nullptr;  // its worker's pool
@@ -54,25 +56,6 @@ struct ReplicaWrite {
   static void release(ReplicaWrite*& w);
 };
 
-class ReplicaWritePool {
- public:
-  ReplicaWrite* acquire() {
-    if (free_.empty()) {
-      all_.push_back(std::make_unique<ReplicaWrite>());
-      all_.back()->owner = this;
-      return all_.back().get();
-    }
-    ReplicaWrite* w = free_.back();
-    free_.pop_back();
-    return w;
-  }
-
- private:
-  friend struct ReplicaWrite;
-  std::vector<ReplicaWrite*> free_;
-  std::vector<std::unique_ptr<ReplicaWrite>> all_;
-};
-
 inline void ReplicaWrite::release(ReplicaWrite*& w) {
   if (w == nullptr) {
     return;
@@ -90,7 +73,7 @@ inline void ReplicaWrite::release(ReplicaWrite*& w) {
   w->key.clear();
   w->key_b64 = false;
   w->invalidated = 0;
-  w->owner->free_.push_back(w);
+  w->owner->giveBack(w);
   w = nullptr;
 }
 

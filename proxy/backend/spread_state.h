@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "proxy/backend/hot_spread.h"
+#include "proxy/backend/record_pool.h"
 
 namespace mcring::core {
 
@@ -38,7 +39,8 @@ struct SpreadRead {
 inline constexpr uint64_t kSpreadPending = ~uint64_t{0} - 1;
 inline constexpr uint64_t kSpreadFailed = ~uint64_t{0};
 
-class SpreadStatePool;
+struct SpreadState;
+using SpreadStatePool = RecordPool<SpreadState>;
 
 struct SpreadState {
   SpreadStatePool* owner = nullptr;  // its worker's pool
@@ -56,25 +58,6 @@ struct SpreadState {
   static void release(SpreadState*& s);
 };
 
-class SpreadStatePool {
- public:
-  SpreadState* acquire() {
-    if (free_.empty()) {
-      all_.push_back(std::make_unique<SpreadState>());
-      all_.back()->owner = this;
-      return all_.back().get();
-    }
-    SpreadState* s = free_.back();
-    free_.pop_back();
-    return s;
-  }
-
- private:
-  friend struct SpreadState;
-  std::vector<SpreadState*> free_;
-  std::vector<std::unique_ptr<SpreadState>> all_;
-};
-
 inline void SpreadState::release(SpreadState*& s) {
   if (s == nullptr) {
     return;
@@ -87,7 +70,7 @@ inline void SpreadState::release(SpreadState*& s) {
   s->replies.clear();
   s->primary_ok = false;
   s->reads.clear();
-  s->owner->free_.push_back(s);
+  s->owner->giveBack(s);
   s = nullptr;
 }
 

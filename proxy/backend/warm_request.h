@@ -11,12 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "proxy/backend/record_pool.h"
+
 namespace mcring::core {
 
 // A key's warm-up fetch (warmup.h).
 enum class WarmState : uint8_t { None, Fetching, CopyCancelled };
 
-class WarmRequestPool;
+struct WarmRequest;
+using WarmRequestPool = RecordPool<WarmRequest>;
 
 struct WarmRequest {
   WarmRequestPool* owner = nullptr;  // its worker's pool
@@ -32,25 +35,6 @@ struct WarmRequest {
   static void release(WarmRequest*& w);
 };
 
-class WarmRequestPool {
- public:
-  WarmRequest* acquire() {
-    if (free_.empty()) {
-      all_.push_back(std::make_unique<WarmRequest>());
-      all_.back()->owner = this;
-      return all_.back().get();
-    }
-    WarmRequest* w = free_.back();
-    free_.pop_back();
-    return w;
-  }
-
- private:
-  friend struct WarmRequest;
-  std::vector<WarmRequest*> free_;
-  std::vector<std::unique_ptr<WarmRequest>> all_;
-};
-
 inline void WarmRequest::release(WarmRequest*& w) {
   if (w == nullptr) {
     return;
@@ -60,7 +44,7 @@ inline void WarmRequest::release(WarmRequest*& w) {
   w->invalidated_hit = false;
   w->key_warm.clear();
   w->meta_flags.clear();
-  w->owner->free_.push_back(w);
+  w->owner->giveBack(w);
   w = nullptr;
 }
 
