@@ -304,7 +304,9 @@ const std::array kPoolKeys = {
     PoolKey{
         .name = "server_connections", .type = "integer", .origin = KeyOrigin::Twemproxy,
         .meaning = "Connections to each server, at least 1. twemproxy has one thread, so its "
-                   "count is per process; mcring's is per worker thread.",
+                   "count is per process; mcring's is per worker thread. Pools that name the "
+                   "same server with the same `timeout`, `server_connections` and "
+                   "`server_auth_file`, without TLS, share these connections.",
         .apply = [](ValueReader& v, PoolConfig& p) {
           setNumber(v, p.server_connections, 1, kIntMax);
         },

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "proxy/backend/backend_link.h"
 #include "proxy/backend/backend_server.h"
 #include "proxy/backend/direct_reply_observer.h"
 #include "proxy/backend/pool_runtime.h"
@@ -26,7 +27,7 @@ uint64_t monotonicMicros() {
 
 }  // namespace
 
-BackendConnection::BackendConnection(BackendServer& server) : server_(server) {}
+BackendConnection::BackendConnection(BackendLink& link) : link_(link) {}
 
 BackendConnection::~BackendConnection() {
   // Owners abort before destroying; anything left is failed so no request dangles.
@@ -39,36 +40,37 @@ bool BackendConnection::ensureConnected() {
   if (state_ != State::Closed) {
     return true;
   }
-  const auto& pool = server_.pool().config();
-  const auto& tls = server_.tls();
-  tcp_ = net::TcpConnection::connect(server_.worker().loop(), server_.address(), this,
-                                     pool.timeout_ms, /*keepalive=*/false, tls ? &*tls : nullptr);
+  const LinkSettings& settings = link_.settings();
+  const auto& tls = settings.tls;
+  tcp_ =
+      net::TcpConnection::connect(link_.worker().loop(), link_.address(), this, settings.timeout_ms,
+                                  /*keepalive=*/false, tls ? &*tls : nullptr);
   if (!tcp_) {
-    stats::bump(server_.worker().counters().backend_connect_failures);
-    server_.onFailure(BackendFailure::ConnectFailed);
+    stats::bump(link_.worker().counters().backend_connect_failures);
+    link_.onFailure(BackendFailure::ConnectFailed);
     return false;
   }
   state_ = State::Connecting;
   timeout_armed_ = false;
   // Servers that require authentication get it ahead of every request (pipelined: memcached
   // reads it first). Its reply is checked in onReadable before any request's.
-  std::string auth = serverAuthRequest(*server_.pool().topology);
-  auth_pending_ = !auth.empty();
+  auth_pending_ = !settings.auth.empty();
   if (auth_pending_) {
-    tcp_->output().append(auth);
+    tcp_->output().append(settings.auth);
   }
   // A server that missed writes is flushed before anything else reaches it on this connection.
-  server_.startReturnFlush(*this);
+  link_.startReturnFlush(*this);
   return true;
 }
 
-void BackendConnection::expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect e,
-                               uint64_t bytes) {
+void BackendConnection::expect(BackendServer& server, PendingRequest* r, uint32_t fragment,
+                               Delivery delivery, Expect e, uint64_t bytes) {
   ++r->refs;
   (holding() ? held_ : inflight_)
-      .push_back(InFlight{r, nullptr, monotonicMicros(), fragment, delivery, e});
-  stats::bump(server_.worker().counters().backend_requests);
-  stats::BackendStats& bs = server_.stats();
+      .push_back(InFlight{r, nullptr, &server, monotonicMicros(), fragment, delivery, e});
+  server.countSent();
+  stats::bump(link_.worker().counters().backend_requests);
+  stats::BackendStats& bs = server.stats();
   stats::bump(bs.requests);
   stats::bump(bs.bytes_sent, bytes);
   if (!timeout_armed_) {
@@ -76,9 +78,9 @@ void BackendConnection::expect(PendingRequest* r, uint32_t fragment, Delivery de
   }
 }
 
-void BackendConnection::expect(PendingRequest* r, ReplyHandler& handler, uint32_t tag, Expect e,
-                               uint64_t bytes) {
-  expect(r, tag, Delivery::Handler, e, bytes);
+void BackendConnection::expect(BackendServer& server, PendingRequest* r, ReplyHandler& handler,
+                               uint32_t tag, Expect e, uint64_t bytes) {
+  expect(server, r, tag, Delivery::Handler, e, bytes);
   (holding() ? held_ : inflight_).back().handler = &handler;
 }
 
@@ -86,7 +88,7 @@ void BackendConnection::expect(PendingRequest* r, ReplyHandler& handler, uint32_
 // for `timeout` ms with requests in flight resets the connection (its replies can no longer be
 // matched to requests). Not armed while connecting: the connect timeout covers that.
 void BackendConnection::updateTimeout() {
-  uint32_t ms = server_.pool().config().timeout_ms;
+  uint32_t ms = link_.settings().timeout_ms;
   if (ms == 0 || state_ != State::Connected || !tcp_) {
     return;
   }
@@ -99,9 +101,9 @@ void BackendConnection::updateTimeout() {
 
 void BackendConnection::onConnected() {
   state_ = State::Connected;
-  stats::bump(server_.worker().counters().backend_connections);
-  stats::bump(server_.stats().connections);
-  server_.onConnected();
+  stats::bump(link_.worker().counters().backend_connections);
+  link_.countConnection(true);
+  link_.onConnected();
   updateTimeout();
 }
 
@@ -121,7 +123,7 @@ void BackendConnection::onReadable() {
     }
     if (frame.kind == protocol::ReplyFrameKind::Invalid) {
       closeUnexpectedly(BackendFailure::ProtocolError);
-      server_.worker().onBackendIdle();
+      link_.worker().onBackendIdle();
       return;
     }
     InFlight& f = inflight_.front();
@@ -132,6 +134,7 @@ void BackendConnection::onReadable() {
     }
     const std::string_view line = frame.line;
     const uint64_t total = frame.length;
+    current_ = f.server;
     Step step =
         f.expect == Expect::SharedLine ? deliverShared(f, rep, line) : deliver(f, rep, line);
     if (step == Step::Wait) {
@@ -140,15 +143,15 @@ void BackendConnection::onReadable() {
     }
     if (step == Step::Desync) {
       closeUnexpectedly(BackendFailure::ProtocolError);
-      server_.worker().onBackendIdle();
+      link_.worker().onBackendIdle();
       return;
     }
     if (step != Step::Pass) {  // a passed unit is counted when the next request takes it
-      stats::bump(server_.stats().bytes_received, total);
+      stats::bump(f.server->stats().bytes_received, total);
     }
     if (step == Step::Done || step == Step::Pass) {
       if (!rep.isError() || rep.kind != ReplyKind::ServerError) {
-        server_.onReplyOk();
+        f.server->onReplyOk();
       }
       InFlight done = f;
       inflight_.pop_front();
@@ -156,7 +159,7 @@ void BackendConnection::onReadable() {
         paused_for_ = nullptr;  // its stall time ends with it
       }
       uint64_t now = monotonicMicros();
-      server_.stats().latency.record(now > done.sent_us ? now - done.sent_us : 0);
+      done.server->stats().latency.record(now > done.sent_us ? now - done.sent_us : 0);
       finish(done);
       if (replay_waits_for_ > 0 && --replay_waits_for_ == 0) {
         sendNextReplay();
@@ -166,12 +169,12 @@ void BackendConnection::onReadable() {
   if (inflight_.empty() && in.size() > 0) {
     // Bytes nobody asked for: the backend is not speaking our protocol.
     closeUnexpectedly(BackendFailure::ProtocolError);
-    server_.worker().onBackendIdle();
+    link_.worker().onBackendIdle();
     return;
   }
   updateTimeout();
   if (inflight_.empty()) {
-    server_.worker().onBackendIdle();
+    link_.worker().onBackendIdle();
   }
 }
 
@@ -228,8 +231,7 @@ void BackendConnection::pause() {
     paused_for_drained_ = 0;
   }
   if (!resume_timer_) {
-    resume_timer_ =
-        std::make_unique<net::Timer>(server_.worker().loop(), [this] { checkPaused(); });
+    resume_timer_ = std::make_unique<net::Timer>(link_.worker().loop(), [this] { checkPaused(); });
   }
   resume_timer_->start(kPausePollMs, /*periodic=*/true);
 }
@@ -352,7 +354,7 @@ void BackendConnection::forward(PendingRequest& r, net::Buffer& sink, uint64_t n
 
 // Out of memory for r's reply: what it holds goes, and its reply will be memcached's error.
 void BackendConnection::refuse(PendingRequest& r) {
-  stats::bump(server_.worker().counters().client_oom_replies);
+  stats::bump(link_.worker().counters().client_oom_replies);
   if (r.session != nullptr) {
     MCRING_LOG_LIMITED(Info, "client oom reply",
                        "client %llu: a reply refused memory (client_buffer_limit or buffer_limit): "
@@ -375,7 +377,7 @@ void BackendConnection::refuse(PendingRequest& r) {
   }
 }
 
-void BackendConnection::sendSharedKeys(PendingRequest* r, uint32_t fragment,
+void BackendConnection::sendSharedKeys(BackendServer& server, PendingRequest* r, uint32_t fragment,
                                        std::string_view command) {
   const Fragment& frag = r->fragments[fragment];
   size_t add = 0;
@@ -396,7 +398,7 @@ void BackendConnection::sendSharedKeys(PendingRequest* r, uint32_t fragment,
     line.arg(multigetKey(*r, idx));
   }
   shared_length_ += add;
-  expect(r, fragment, Delivery::Fragment, Expect::SharedLine, add);
+  expect(server, r, fragment, Delivery::Fragment, Expect::SharedLine, add);
 }
 
 void BackendConnection::endSharedLine() {
@@ -406,7 +408,7 @@ void BackendConnection::endSharedLine() {
   shared_command_ = {};
   shared_length_ = 0;
   protocol::RequestWriter(wire()).end();
-  stats::bump(server_.worker().counters().backend_get_lines);
+  stats::bump(link_.worker().counters().backend_get_lines);
   // Every other expectation follows a write through output(), which ended the line first. A
   // line begun while replays waited is held with its expectations, or was flushed with them.
   (holding() ? held_ : inflight_).back().line_end = true;
@@ -443,9 +445,9 @@ BackendConnection::Take BackendConnection::takeValue(PendingRequest& r, Fragment
   fr.next_match = p + 1;
   r.key_hit_length[idx] = n;
   ++fr.hits;
-  stats::bump(server_.worker().counters().get_hits);
-  stats::bump(server_.stats().get_hits);
-  if (PoolRuntime& pool = server_.pool(); pool.detailOn()) {
+  stats::bump(link_.worker().counters().get_hits);
+  stats::bump(current_->stats().get_hits);
+  if (PoolRuntime& pool = current_->pool(); pool.detailOn()) {
     pool.countDetail(multigetKey(r, idx), stats::PrefixOp::Hit);
   }
   net::Buffer& in = tcp_->input();
@@ -517,7 +519,7 @@ BackendConnection::Step BackendConnection::deliverShared(InFlight& f, const prot
     return Step::Desync;
   }
   if (!rep.isError()) {
-    stats::bump(server_.stats().get_misses, fr.key_indices.size() - fr.hits);
+    stats::bump(current_->stats().get_misses, fr.key_indices.size() - fr.hits);
   }
   if (!f.line_end) {
     return Step::Pass;
@@ -544,7 +546,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
               r->observer->onUnit(*this, *r, DirectUnit::QuietEmpty, rep, line);
             }
             if (r->command == protocol::Command::MetaGet) {
-              stats::bump(server_.stats().get_misses);
+              stats::bump(current_->stats().get_misses);
             }
           }
           hits_in_reply_ = 0;
@@ -559,7 +561,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         }
         if (r->command == protocol::Command::MetaGet &&
             (rep.kind == ReplyKind::MetaValue || rep.kind == ReplyKind::MetaHit)) {
-          stats::bump(server_.stats().get_hits);
+          stats::bump(current_->stats().get_hits);
         }
         ++hits_in_reply_;
         ++r->units_received;
@@ -575,7 +577,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
         }
         if (r->command == protocol::Command::MetaGet) {
           bool hit = rep.kind == ReplyKind::MetaValue || rep.kind == ReplyKind::MetaHit;
-          stats::bump(hit ? server_.stats().get_hits : server_.stats().get_misses);
+          stats::bump(hit ? current_->stats().get_hits : current_->stats().get_misses);
         }
         // Classic noreply: memcached silences every reply but SERVER_ERROR (sent through its
         // out_errstring(), which ignores noreply); the proxy does the same with the backend's.
@@ -593,7 +595,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       if (rep.kind == ReplyKind::Value) {
         ++hits_in_reply_;
         ++r->units_received;
-        if (PoolRuntime& pool = server_.pool(); pool.detailOn()) {
+        if (PoolRuntime& pool = current_->pool(); pool.detailOn()) {
           pool.countDetail(rep.key.in(line), stats::PrefixOp::Hit);
         }
         forward(*r, r->reply, n);
@@ -601,12 +603,12 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       }
       if (rep.kind == ReplyKind::End || rep.isError()) {
         forward(*r, r->reply, n);
-        auto& c = server_.worker().counters();
+        auto& c = link_.worker().counters();
         uint64_t misses = r->key_count > hits_in_reply_ ? r->key_count - hits_in_reply_ : 0;
         stats::bump(c.get_hits, hits_in_reply_);
         stats::bump(c.get_misses, misses);
-        stats::bump(server_.stats().get_hits, hits_in_reply_);
-        stats::bump(server_.stats().get_misses, misses);
+        stats::bump(current_->stats().get_hits, hits_in_reply_);
+        stats::bump(current_->stats().get_misses, misses);
         hits_in_reply_ = 0;
         return Step::Done;
       }
@@ -627,7 +629,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       }
       if (rep.kind == ReplyKind::End) {
         in.drain(n);
-        stats::bump(server_.stats().get_misses, fr.key_indices.size() - fr.hits);
+        stats::bump(current_->stats().get_misses, fr.key_indices.size() - fr.hits);
         return Step::Done;
       }
       if (rep.isError()) {
@@ -691,7 +693,13 @@ void BackendConnection::failFragment(PendingRequest& r, Fragment& fr, BackendFai
 // part, and drop this connection's reference.
 void BackendConnection::finish(InFlight& f) {
   PendingRequest* r = f.req;
-  WorkerContext& w = server_.worker();
+  WorkerContext& w = link_.worker();
+  BackendServer& server = *f.server;
+  current_ = &server;
+  server.countFinished();
+  if (server.draining() && server.idle()) {
+    w.onBackendIdle();  // a reload removed it: it may go now (after this call, see reapDraining)
+  }
   if (f.delivery == Delivery::Handler) {
     f.handler->onFinished(*this, *r, f.fragment);
   }
@@ -738,13 +746,16 @@ void BackendConnection::failAll(BackendFailure why) {
 
 void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure why) {
   std::string_view reply = backendFailureReply(why);
-  auto& c = server_.worker().counters();
+  auto& c = link_.worker().counters();
   if (!failed.empty()) {
-    server_.countFailure(why, failed.size());
+    for (const InFlight& f : failed) {
+      f.server->countFailure(why);
+    }
   }
-  const DispatchSteps& steps = server_.worker().steps();
+  const DispatchSteps& steps = link_.worker().steps();
   for (InFlight& f : failed) {
     PendingRequest* r = f.req;
+    current_ = f.server;
     switch (f.delivery) {
       case Delivery::Direct: {
         r->backend_failed = true;
@@ -752,7 +763,7 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
         // may serve it), or answered by unavailable_reads / unavailable_writes, or its reply is the
         // failure.
         const bool deferred = r->observer != nullptr && r->observer->onFailure(*this, *r, why);
-        if (!deferred && steps.answerUnavailable(*r, f.fragment, server_, why, server_.worker())) {
+        if (!deferred && steps.answerUnavailable(*r, f.fragment, *f.server, why, link_.worker())) {
           break;
         }
         if (r->session != nullptr) {
@@ -774,7 +785,7 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
           failFragment(*r, r->fragments[f.fragment], why, {});
           break;
         }
-        if (steps.answerUnavailable(*r, f.fragment, server_, why, server_.worker())) {
+        if (steps.answerUnavailable(*r, f.fragment, *f.server, why, link_.worker())) {
           break;  // its keys not hit yet are misses (unavailable_reads)
         }
         [[fallthrough]];
@@ -797,8 +808,8 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
 
 void BackendConnection::closeSocket() {
   if (state_ == State::Connected) {
-    stats::drop(server_.worker().counters().backend_connections);
-    stats::drop(server_.stats().connections);
+    stats::drop(link_.worker().counters().backend_connections);
+    link_.countConnection(false);
   }
   state_ = State::Closed;
   timeout_armed_ = false;
@@ -817,11 +828,11 @@ void BackendConnection::closeSocket() {
 
 void BackendConnection::abort(BackendFailure why) {
   if (why == BackendFailure::ProtocolError) {
-    stats::bump(server_.worker().counters().backend_protocol_errors);
-    server_.logFailure(why, 0);
+    stats::bump(link_.worker().counters().backend_protocol_errors);
+    link_.logFailure(why, 0);
   }
   closeSocket();
-  server_.onFailure(why);
+  link_.onFailure(why);
   failAll(why);
 }
 
@@ -836,10 +847,10 @@ void BackendConnection::abort(BackendFailure why) {
 // (finishing a failed request may dispatch its client's next one); the others fail as before
 // (mcring cannot know whether memcached executed them). docs/design.md has the rule's limits.
 void BackendConnection::closeUnexpectedly(BackendFailure why) {
-  auto& c = server_.worker().counters();
+  auto& c = link_.worker().counters();
   if (why == BackendFailure::ProtocolError) {
     stats::bump(c.backend_protocol_errors);
-    server_.logFailure(why, 0);
+    link_.logFailure(why, 0);
   }
   std::deque<InFlight> owed;
   owed.swap(inflight_);
@@ -877,6 +888,7 @@ void BackendConnection::closeUnexpectedly(BackendFailure why) {
       // Their handlers may repair what memcached may or may not have applied, on a fresh
       // connection, which memcached reads after this one (ReplyHandler::onConnectionLost).
       for (InFlight& f : failed) {
+        current_ = f.server;
         if (f.delivery == Delivery::Handler &&
             !f.handler->onConnectionLost(*this, *f.req, f.fragment)) {
           break;
@@ -956,7 +968,7 @@ bool BackendConnection::replayable(const InFlight& f, bool head, bool alone) con
 void BackendConnection::resend(InFlight& f) {
   PendingRequest& r = *f.req;
   f.sent_us = monotonicMicros();
-  stats::bump(server_.worker().counters().replayed_requests);
+  stats::bump(link_.worker().counters().replayed_requests);
   // Straight to the socket: a shared get line being built while replays wait is held, and must
   // stay open (and behind this replay).
   net::Buffer& out = tcp_->output();
@@ -988,11 +1000,11 @@ bool BackendConnection::checkAuthReply() {
   while (!line.empty() && (line.back() == '\r' || line.back() == '\n')) {
     line.pop_back();
   }
-  server_.logFailure(BackendFailure::ConnectFailed, 0,
-                     "refused mcring's server_auth_file credentials: " + line);
-  stats::bump(server_.worker().counters().backend_connect_failures);
+  link_.logFailure(BackendFailure::ConnectFailed, 0,
+                   "refused mcring's server_auth_file credentials: " + line);
+  stats::bump(link_.worker().counters().backend_connect_failures);
   abort(BackendFailure::ConnectFailed);
-  server_.worker().onBackendIdle();
+  link_.worker().onBackendIdle();
   return false;
 }
 
@@ -1000,19 +1012,19 @@ void BackendConnection::onClosed(net::CloseReason reason, int error) {
   BackendFailure why = BackendFailure::ConnectionClosed;
   if (reason == net::CloseReason::Timeout) {
     why = BackendFailure::Timeout;
-    stats::bump(server_.worker().counters().backend_timeouts);
-    stats::bump(server_.stats().timeouts);
+    stats::bump(link_.worker().counters().backend_timeouts);
+    link_.countTimeout();
   } else if (state_ == State::Connecting) {
     why = BackendFailure::ConnectFailed;
-    stats::bump(server_.worker().counters().backend_connect_failures);
+    stats::bump(link_.worker().counters().backend_connect_failures);
   }
-  server_.logFailure(why, error, tcp_ ? tcp_->tlsError() : std::string());
+  link_.logFailure(why, error, tcp_ ? tcp_->tlsError() : std::string());
   if (why == BackendFailure::ConnectionClosed) {
     closeUnexpectedly(why);
   } else {
     abort(why);
   }
-  server_.worker().onBackendIdle();
+  link_.worker().onBackendIdle();
 }
 
 }  // namespace mcring::core

@@ -1,4 +1,5 @@
-// One connection from a worker to one memcached server, shared and pipelined by many clients.
+// One connection from a worker to one memcached server, shared and pipelined by many clients
+// (and by the pools that share its link, backend_link.h).
 //
 // Requests are written in order and their expectations queued (inflight_); replies are framed
 // unit by unit with the reply parser and delivered to the head expectation. Any fault (closed,
@@ -18,6 +19,7 @@
 
 namespace mcring::core {
 
+class BackendLink;
 class BackendServer;
 
 // The reply types the connection itself parses: where a backend reply goes. Anything else is a
@@ -37,12 +39,15 @@ enum class Delivery : uint8_t {
 
 class BackendConnection : public net::ConnectionHandler {
  public:
-  explicit BackendConnection(BackendServer& server);
+  explicit BackendConnection(BackendLink& link);
   ~BackendConnection() override;
 
   enum class State : uint8_t { Closed, Connecting, Connected };
   State state() const { return state_; }
-  BackendServer& server() const { return server_; }
+  BackendLink& link() const { return link_; }
+  // The server (of its pool) of the request whose reply, failure or end is being handed to its
+  // ReplyHandler or DirectReplyObserver: valid in those calls only.
+  BackendServer& server() const { return *current_; }
   bool idle() const { return inflight_.empty() && replays_.empty() && held_.empty(); }
   size_t inflightCount() const { return inflight_.size(); }
   // Request bytes written here and not yet to the socket.
@@ -66,14 +71,16 @@ class BackendConnection : public net::ConnectionHandler {
   // event loop, if there is one with room, or start one: memcached spends about 5 µs per
   // command and 1 µs per key, so one 16-key line costs it a fifth of 16 one-key lines. The
   // line ends when anything else is written to this server or just before the socket write.
-  void sendSharedKeys(PendingRequest* r, uint32_t fragment, std::string_view command);
-  // Records that the request just written (`bytes` long) expects a reply; takes one reference
-  // on `r`.
-  void expect(PendingRequest* r, uint32_t fragment, Delivery delivery, Expect expect,
-              uint64_t bytes);
+  void sendSharedKeys(BackendServer& server, PendingRequest* r, uint32_t fragment,
+                      std::string_view command);
+  // Records that the request just written (`bytes` long), sent for `server` (the server of the
+  // request's pool: it counts the request, its reply and its failure), expects a reply; takes
+  // one reference on `r`.
+  void expect(BackendServer& server, PendingRequest* r, uint32_t fragment, Delivery delivery,
+              Expect expect, uint64_t bytes);
   // The same for a request whose units go to `handler` (Delivery::Handler; `tag` is handed back).
-  void expect(PendingRequest* r, ReplyHandler& handler, uint32_t tag, Expect expect,
-              uint64_t bytes);
+  void expect(BackendServer& server, PendingRequest* r, ReplyHandler& handler, uint32_t tag,
+              Expect expect, uint64_t bytes);
 
   // Fails everything in flight and closes (on a timeout or a failed connect, when a drained
   // server is released, and at shutdown); counts towards the server's failures.
@@ -85,11 +92,12 @@ class BackendConnection : public net::ConnectionHandler {
   void onClosed(net::CloseReason reason, int error) override;
 
  private:
-  // 32 bytes, so that a deque node (512 bytes) holds 16: a deque allocates a node each time its
+  // 40 bytes, so that a deque node (512 bytes) holds 12: a deque allocates a node each time its
   // elements cross one, and a 3-key get is 3 of them (unit_alloc counts it).
   struct InFlight {
     PendingRequest* req;
     ReplyHandler* handler;  // Delivery::Handler, else null
+    BackendServer* server;  // whose request it is (expect)
     uint64_t sent_us;
     uint32_t fragment;
     Delivery delivery;
@@ -97,7 +105,7 @@ class BackendConnection : public net::ConnectionHandler {
     bool line_end = false;  // SharedLine: the last request of its line (the END is its)
     uint8_t replays = 0;    // times sent again after a connection closed under it
   };
-  static_assert(sizeof(InFlight) == 32);
+  static_assert(sizeof(InFlight) == 40);
   // Result of handing one reply unit to the head expectation. Pass: the head is over and the
   // unit belongs to the next one (a shared line's VALUE for a later request's key, its END or
   // its error). Wait: the unit stays in the input, the connection pauses (a multi-get streaming
@@ -144,7 +152,8 @@ class BackendConnection : public net::ConnectionHandler {
   // once it said STORED; closes the connection if it refused.
   bool checkAuthReply();
 
-  BackendServer& server_;
+  BackendLink& link_;
+  BackendServer* current_ = nullptr;  // server()
   std::unique_ptr<net::TcpConnection> tcp_;
   State state_ = State::Closed;
   bool timeout_armed_ = false;

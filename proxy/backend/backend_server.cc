@@ -1,4 +1,4 @@
-// BackendServer: connection choice and reconnect backoff.
+// BackendServer: a pool's accounting and policies for one memcached (its link connects).
 #include "proxy/backend/backend_server.h"
 
 #include <algorithm>
@@ -11,11 +11,6 @@
 
 namespace mcring::core {
 namespace {
-
-// Reconnect backoff: 50 ms doubling to 1 s. Short, because until ejection (auto_eject_hosts)
-// the server keeps its keys and every retry is a chance to serve them again.
-constexpr uint32_t kBackoffMinMs = 50;
-constexpr uint32_t kBackoffMaxMs = 1000;
 
 // The answer to return_flush's flush_all (a detached request; its return_flush_mark is the
 // server's missed-write count when it was sent): BackendServer::endReturnFlush.
@@ -41,21 +36,18 @@ ReturnFlushReply return_flush_reply;
 }  // namespace
 
 BackendServer::BackendServer(WorkerContext& worker, PoolRuntime& pool, std::string identity,
-                             std::string name, common::SocketAddress address, uint32_t connections)
-    : worker_(worker), pool_(&pool), identity_(std::move(identity)), address_(address) {
+                             std::string name, std::shared_ptr<BackendLink> link)
+    : worker_(worker), pool_(&pool), identity_(std::move(identity)), link_(std::move(link)) {
   stats_ = worker_.backendStats().add(pool.name, identity_, name);
   fresh_ = serverFreshness(identity_);
-  if (connections == 0) {
-    connections = 1;
-  }
-  connections_.reserve(connections);
-  for (uint32_t i = 0; i < connections; ++i) {
-    connections_.push_back(std::make_unique<BackendConnection>(*this));
-  }
+  link_->attach(*this);
 }
 
 BackendServer::~BackendServer() {
-  connections_.clear();  // may still count into stats_
+  // Destroyed idle (Worker::reapDraining), or after the worker aborted every link: no request
+  // on the link names it any more.
+  link_->detach(*this);
+  link_.reset();  // the last server's link closes its connections, which may count into stats_
   worker_.backendStats().remove(stats_.get());
 }
 
@@ -84,14 +76,9 @@ void BackendServer::countFailure(BackendFailure why, uint64_t n) {
 }
 
 BackendConnection* BackendServer::connectionFor(uint64_t session_id) {
-  BackendConnection* c = connections_[session_id % connections_.size()].get();
-  if (c->state() == BackendConnection::State::Closed) {
-    if (retry_at_ns_ != 0 && common::coarseMonotonicNs() < retry_at_ns_) {
-      return nullptr;
-    }
-    if (!c->ensureConnected()) {
-      return nullptr;
-    }
+  BackendConnection* c = link_->connectionFor(session_id);
+  if (c == nullptr) {
+    return nullptr;  // last_failure_ is the link's last failure (onFailure)
   }
   // A server that takes requests slower than they come (frozen, or too slow for the load) has
   // them queue here, unsent, in mcring's memory: bounded, and past the bound a request fails at
@@ -109,14 +96,6 @@ uint64_t BackendServer::backlogLimit() const {
   return std::max<uint64_t>(pc.buffer_limit / 4, 2 * pc.item_size_max);
 }
 
-void BackendServer::onConnected() {
-  if (backoff_ms_ != 0) {
-    MCRING_LOG(Notice, "backend %s: reconnected", identity_.c_str());
-  }
-  backoff_ms_ = 0;
-  retry_at_ns_ = 0;
-}
-
 void BackendServer::onFailure(BackendFailure why) {
   last_failure_ = why;
   ++consecutive_failures_;
@@ -126,8 +105,6 @@ void BackendServer::onFailure(BackendFailure why) {
     reported_down_ = true;
     worker_.reportServerDown(pool_->name, identity_);
   }
-  backoff_ms_ = backoff_ms_ == 0 ? kBackoffMinMs : std::min(backoff_ms_ * 2, kBackoffMaxMs);
-  retry_at_ns_ = common::coarseMonotonicNs() + static_cast<uint64_t>(backoff_ms_) * 1000000ULL;
 }
 
 void BackendServer::logFailure(BackendFailure why, int error, const std::string& detail) {
@@ -198,9 +175,7 @@ bool BackendServer::readable(uint64_t session_id) {
     }
     return false;
   }
-  const BackendConnection* c = connections_[session_id % connections_.size()].get();
-  return !(c->state() == BackendConnection::State::Closed && retry_at_ns_ != 0 &&
-           common::coarseMonotonicNs() < retry_at_ns_);
+  return !link_->backingOff(session_id);
 }
 
 void BackendServer::missedWrite() {
@@ -209,11 +184,8 @@ void BackendServer::missedWrite() {
   }
   fresh_->missWrite();
   // A server that answers (a SERVER_ERROR to a write) keeps its connection: flush it now.
-  for (auto& c : connections_) {
-    if (c->state() == BackendConnection::State::Connected) {
-      startReturnFlush(*c);
-      break;
-    }
+  if (BackendConnection* c = link_->anyConnected()) {
+    startReturnFlush(*c);
   }
 }
 
@@ -246,7 +218,7 @@ void BackendServer::startReturnFlush(BackendConnection& conn) {
   static constexpr std::string_view kFlush = "flush_all\r\n";
   conn.output().append(kFlush);
   stats::bump(stats_->other_commands);
-  conn.expect(r, return_flush_reply, 0, Expect::OneUnit, kFlush.size());
+  conn.expect(*this, r, return_flush_reply, 0, Expect::OneUnit, kFlush.size());
   worker_.requests().release(r);  // the expectation's reference keeps it until the reply
 }
 
@@ -268,30 +240,8 @@ void BackendServer::endReturnFlush(uint64_t mark, bool ok, std::string_view repl
              pool_->name.c_str(), identity_.c_str(), static_cast<unsigned long long>(mark));
 }
 
-bool BackendServer::idle() const {
-  for (const auto& c : connections_) {
-    if (!c->idle()) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool BackendServer::changesInFlight() const {
-  for (const auto& c : connections_) {
-    if (c->changesInFlight()) {
-      return true;
-    }
-  }
-  return false;
-}
-
-void BackendServer::abortAll(BackendFailure why) {
-  for (auto& c : connections_) {
-    if (c->state() != BackendConnection::State::Closed || !c->idle()) {
-      c->abort(why);
-    }
-  }
+  return link_->changesInFlight();
 }
 
 }  // namespace mcring::core

@@ -1,4 +1,6 @@
-// A worker's view of one memcached server of one pool: its connections and its health.
+// A worker's view of one memcached server of one pool: its health, its counters and its pool's
+// policies for it. Its connections are its link's (backend_link.h), shared with the other pools
+// that name the same server with the same link settings.
 //
 // Keyed by server identity (host:port) in the worker's pool runtime, so a reload keeps the
 // connections of servers that stay. Worker-thread only.
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "proxy/backend/backend_connection.h"
+#include "proxy/backend/backend_link.h"
 #include "proxy/backend/server_freshness.h"
 #include "proxy/common/socket_address.h"
 #include "proxy/net/tls_context.h"
@@ -24,15 +27,15 @@ struct PoolRuntime;
 class BackendServer {
  public:
   BackendServer(WorkerContext& worker, PoolRuntime& pool, std::string identity, std::string name,
-                common::SocketAddress address, uint32_t connections);
+                std::shared_ptr<BackendLink> link);
   ~BackendServer();
 
   // The connection a client session uses (sessions stick to one, so one client's requests to
-  // this server stay in order). nullptr while the server is backing off after a failure.
+  // this server stay in order). nullptr while the server is backing off after a failure, or
+  // while that connection holds more unsent requests than the pool allows (backlogLimit).
   BackendConnection* connectionFor(uint64_t session_id);
 
-  // Reported by connections.
-  void onConnected();
+  // Reported by its link: a connect failed, a connection timed out or stopped making sense.
   void onFailure(BackendFailure why);
   // A reply arrived: the server works (resets the consecutive-failure count).
   void onReplyOk() {
@@ -40,7 +43,13 @@ class BackendServer {
     reported_down_ = false;
   }
 
-  bool idle() const;             // nothing in flight on any connection
+  // Its requests in flight on the link (BackendConnection::expect to the end of their reply).
+  void countSent() { ++inflight_; }
+  void countFinished() { --inflight_; }
+  bool idle() const { return inflight_ == 0; }  // none of its requests in flight
+  // A reload removed it: it waits to be idle (WorkerContext::onBackendIdle when it is).
+  void markDraining() { draining_ = true; }
+  bool draining() const { return draining_; }
   bool changesInFlight() const;  // BackendConnection::changesInFlight on any connection
 
   // Replication (docs/design.md, "Replication"). Whether a read may go to this server now
@@ -59,13 +68,12 @@ class BackendServer {
   // The flush sent when missed was `mark` answered (ok: OK).
   void endReturnFlush(uint64_t mark, bool ok, std::string_view reply);
   ServerFreshness& freshness() const { return *fresh_; }
-  void abortAll(BackendFailure why);
 
   const std::string& identity() const { return identity_; }
-  const common::SocketAddress& address() const { return address_; }
+  const common::SocketAddress& address() const { return link_->address(); }
   WorkerContext& worker() { return worker_; }
   PoolRuntime& pool() { return *pool_; }
-  void setPool(PoolRuntime& pool) { pool_ = &pool; }
+  BackendLink& link() { return *link_; }
   BackendFailure lastFailure() const { return last_failure_; }
   // The most request bytes one connection holds unsent (connectionFor): a quarter of the pool's
   // buffer_limit, at least two values of item_size_max.
@@ -85,18 +93,16 @@ class BackendServer {
   // (unavailable_writes: not_stored), logged as the misses are.
   void countUnavailableWrite(BackendFailure why);
   // TLS for new connections (null: plaintext); a reload gives servers that stay a new context.
-  const std::optional<net::TlsSetup>& tls() const { return tls_; }
-  void setTls(std::optional<net::TlsSetup> tls) { tls_ = std::move(tls); }
+  const std::optional<net::TlsSetup>& tls() const { return link_->settings().tls; }
+  void setTls(std::optional<net::TlsSetup> tls) { link_->setTls(std::move(tls)); }
 
  private:
   WorkerContext& worker_;
   PoolRuntime* pool_;
   std::string identity_;
-  common::SocketAddress address_;
-  std::vector<std::unique_ptr<BackendConnection>> connections_;
-  std::optional<net::TlsSetup> tls_;
-  uint64_t retry_at_ns_ = 0;  // no new connect before this (capped exponential backoff)
-  uint32_t backoff_ms_ = 0;
+  std::shared_ptr<BackendLink> link_;
+  uint64_t inflight_ = 0;
+  bool draining_ = false;
   BackendFailure last_failure_ = BackendFailure::Unavailable;
   std::shared_ptr<stats::BackendStats> stats_;
   std::shared_ptr<ServerFreshness> fresh_;

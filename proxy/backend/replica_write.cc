@@ -69,7 +69,7 @@ void sendFollowups(PendingRequest& r, BackendServer& primary) {
     conn->output().append(r.replica->followup);
     ++r.fragments_left;
     stats::bump(c.replica_writes);
-    conn->expect(&r, replicaWriteHandler(), replicaWriteTag(i, false), Expect::OneUnit,
+    conn->expect(*server, &r, replicaWriteHandler(), replicaWriteTag(i, false), Expect::OneUnit,
                  r.replica->followup.size());
   }
 }
@@ -108,7 +108,7 @@ void sendReplicaInvalidate(BackendConnection& conn, PendingRequest& r, uint32_t 
   md->command = protocol::Command::MetaDelete;
   protocol::RequestWriter line(conn.output());
   line.metaDelete(r.replica->key, r.replica->key_b64);
-  conn.expect(md, replica_invalidate_reply, 0, Expect::OneUnit, line.written());
+  conn.expect(conn.server(), md, replica_invalidate_reply, 0, Expect::OneUnit, line.written());
   w.requests().release(md);
   r.replica->invalidated |= static_cast<uint8_t>(1u << i);
 }

@@ -46,19 +46,10 @@ Worker::~Worker() {
   }
   sessions_.clear();
   reapRetired();
-  for (auto& [name, pool] : pools_) {
-    for (auto& [id, server] : pool->servers) {
-      server->abortAll(BackendFailure::ConnectionClosed);
-    }
-    if (pool->warmup) {
-      for (auto& server : pool->warmup->retained) {
-        server->abortAll(BackendFailure::ConnectionClosed);
-      }
-    }
-  }
-  for (auto& server : draining_) {
-    server->abortAll(BackendFailure::ConnectionClosed);
-  }
+  // Everything in flight fails while every server its requests name is still there; then the
+  // servers go, and with the last of each link's servers its connections.
+  stopping_ = true;
+  links_.abortAll(BackendFailure::ConnectionClosed);
   // Backends count into backend_stats_ and counters_ while they go: destroy them first.
   draining_.clear();
   pools_.clear();
@@ -307,10 +298,17 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
       std::string identity = servers[i].identity();
       std::unique_ptr<BackendServer> server;
       auto setup = serverTlsSetup(runtime->tls, pool_topo->config, servers[i]);
+      LinkSettings link_settings{.timeout_ms = pool_topo->config.timeout_ms,
+                                 .connections = pool_topo->config.server_connections,
+                                 .auth = serverAuthRequest(*pool_topo),
+                                 .tls = setup};
+      std::shared_ptr<BackendLink> link = links_.get(
+          *this, name, identity, pool_topo->server_addresses[i], std::move(link_settings));
       auto old = runtime->servers.find(identity);
-      // A server whose TLS was switched on or off starts afresh (the old one drains); one that
-      // keeps it takes the new context for its next connections.
-      if (old != runtime->servers.end() && old->second->tls().has_value() != setup.has_value()) {
+      // A server whose link settings changed (TLS switched on or off, another timeout,
+      // connection count or authentication) starts afresh on its new link (the old one drains);
+      // one that keeps its link takes the new TLS context for its next connections.
+      if (old != runtime->servers.end() && &old->second->link() != link.get()) {
         old = runtime->servers.end();
       }
       if (old != runtime->servers.end()) {
@@ -320,9 +318,8 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
         runtime->by_index.push_back(again->second.get());
         continue;
       } else {
-        server = std::make_unique<BackendServer>(
-            *this, *runtime, identity, servers[i].displayName(), pool_topo->server_addresses[i],
-            pool_topo->config.server_connections);
+        server = std::make_unique<BackendServer>(*this, *runtime, identity,
+                                                 servers[i].displayName(), std::move(link));
       }
       server->setTls(std::move(setup));
       runtime->by_index.push_back(server.get());
@@ -342,7 +339,7 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
       openWarmup(*runtime, std::move(previous), std::move(previous_by_index), std::move(removed));
     } else {
       for (auto& server : removed) {
-        draining_.push_back(std::move(server));
+        drain(std::move(server));
       }
     }
   }
@@ -355,7 +352,7 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
         }
       }
       for (auto& [identity, server] : runtime->servers) {
-        draining_.push_back(std::move(server));
+        drain(std::move(server));
       }
       runtime->servers.clear();
       runtime->by_index.clear();
@@ -578,18 +575,23 @@ void Worker::closeWarmup(PoolRuntime& runtime) {
     return;
   }
   for (auto& server : runtime.warmup->retained) {
-    draining_.push_back(std::move(server));
+    drain(std::move(server));
   }
   runtime.warmup.reset();
   stats::drop(counters_.warmup_windows_open);
   reapDraining();
 }
 
+void Worker::drain(std::unique_ptr<BackendServer> server) {
+  server->markDraining();
+  draining_.push_back(std::move(server));
+}
+
 void Worker::reapDraining() {
   for (size_t i = 0; i < draining_.size();) {
     if (draining_[i]->idle()) {
-      draining_[i]->abortAll(BackendFailure::ConnectionClosed);
-      // Destroying it from inside one of its own connection's callbacks is not safe: defer.
+      // Its link's connections close with the link's last server. Destroying it from inside one of
+      // its own connection's callbacks is not safe: defer.
       loop_->post([server = draining_[i].release()] { delete server; });
       draining_[i] = std::move(draining_.back());
       draining_.pop_back();

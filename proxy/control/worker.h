@@ -84,7 +84,7 @@ class Worker final : public SessionContext {
   void retire(ClientSession* session) override;
   // A backend connection finished something; drained servers of old snapshots may now go.
   void onBackendIdle() override {
-    if (!draining_.empty()) {
+    if (!draining_.empty() && !stopping_) {
       reapDraining();
     }
   }
@@ -99,6 +99,9 @@ class Worker final : public SessionContext {
   void reapRetired();
   void wakeInputWaiters();
   void probeInputWaiters();
+  // A server a reload removed (or a closed warm-up window released) finishes what it has in
+  // flight, then goes (reapDraining).
+  void drain(std::unique_ptr<BackendServer> server);
   void reapDraining();
   void checkShutdownDone();
   // client_idle_timeout and client_request_timeout: the sweep runs only while some pool sets
@@ -124,6 +127,8 @@ class Worker final : public SessionContext {
   std::shared_ptr<const config::Topology> topology_;
   std::unordered_map<std::string, std::unique_ptr<PoolRuntime>> pools_;
   std::vector<std::unique_ptr<BackendServer>> draining_;  // removed servers finishing in flight
+  BackendLinks links_;     // every server's connections, shared by pools (backend_link.h)
+  bool stopping_ = false;  // the destructor runs: nothing is reaped (it destroys them all)
   std::unordered_set<ClientSession*> sessions_;
   std::vector<ClientSession*> retired_;
   std::unique_ptr<net::Timer> reaper_;

@@ -83,7 +83,7 @@ void Dispatcher::sendDirect(KeyedCall& call) {
     in.moveTo(out, consumedLength());
     protocol::RequestWriter mn(out);
     mn.noop();
-    conn->expect(r, 0, Delivery::Direct, Expect::UntilNoop, sent + mn.written());
+    conn->expect(*call.server, r, 0, Delivery::Direct, Expect::UntilNoop, sent + mn.written());
     return;
   }
   if (replayable(line)) {  // no data block: the line is the whole request
@@ -104,7 +104,7 @@ void Dispatcher::sendDirect(KeyedCall& call) {
       in.moveTo(out, req_->value_length + 2);
     }
   }
-  conn->expect(r, 0, Delivery::Direct, Expect::OneUnit, sent);
+  conn->expect(*call.server, r, 0, Delivery::Direct, Expect::OneUnit, sent);
 }
 
 // A keyed request that is safe to send twice if its backend connection closes under it

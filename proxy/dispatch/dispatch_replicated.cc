@@ -190,7 +190,7 @@ void Dispatcher::sendToReplicas(KeyedCall& call) {
       stats::bump(counters.replica_writes);
     }
     ++r->fragments_left;
-    conn->expect(r, replicaWriteHandler(), replicaWriteTag(i, quiet),
+    conn->expect(*server, r, replicaWriteHandler(), replicaWriteTag(i, quiet),
                  quiet ? Expect::UntilNoop : Expect::OneUnit, bytes);
   }
   in.drain(data_length);
@@ -226,7 +226,7 @@ void Dispatcher::sendToOtherReplicas(std::string_view key, uint32_t read_at,
     t->noreply = true;
     t->command = Command::Touch;
     conn->output().append(line);
-    conn->expect(t, 0, Delivery::Direct, Expect::OneUnit, line.size());
+    conn->expect(*server, t, 0, Delivery::Direct, Expect::OneUnit, line.size());
     worker_.requests().release(t);  // the backend's reference keeps it until the reply
   }
 }

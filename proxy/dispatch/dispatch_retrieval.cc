@@ -68,7 +68,7 @@ void Dispatcher::dispatchRetrieval(std::string_view line) {
   }
   r->resend.assign(line.substr(0, req_->line_length));  // a retrieval may be sent again
   src_->input().moveTo(conn->output(), req_->line_length);
-  conn->expect(r, 0, Delivery::Direct, Expect::Retrieval, req_->line_length);
+  conn->expect(*server, r, 0, Delivery::Direct, Expect::Retrieval, req_->line_length);
 }
 
 void Dispatcher::dispatchMultiget(std::string_view line, const RetrievalCall* call) {
@@ -170,11 +170,11 @@ void Dispatcher::dispatchMultiget(std::string_view line, const RetrievalCall* ca
       continue;
     }
     if (coalescing()) {
-      conn->sendSharedKeys(r, f, name);
+      conn->sendSharedKeys(*server, r, f, name);
       continue;
     }
     const size_t bytes = writeFragmentLine(conn->output(), *r, frag);
-    conn->expect(r, f, Delivery::Fragment, Expect::Retrieval, bytes);
+    conn->expect(*server, r, f, Delivery::Fragment, Expect::Retrieval, bytes);
   }
   if (failed_now > 0) {
     if (errored_now) {  // a replicated read: counted if no replica serves it (failover.h)

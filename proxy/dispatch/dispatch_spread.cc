@@ -77,14 +77,14 @@ void Dispatcher::sendToCopies(KeyedCall& call) {
     out.append(data);
     ++r->fragments_left;
     stats::bump(counters.spread_write_copies);
-    conn->expect(r, spreadCopyHandler(), i, Expect::OneUnit, head.size() + data.size());
+    conn->expect(*server, r, spreadCopyHandler(), i, Expect::OneUnit, head.size() + data.size());
   }
   net::Buffer& out = primary.output();
   out.append(head);
   if (data_length > 0) {
     in.moveTo(out, data_length);
   }
-  primary.expect(r, 0, Delivery::Direct, Expect::OneUnit, head.size() + data_length);
+  primary.expect(*call.server, r, 0, Delivery::Direct, Expect::OneUnit, head.size() + data_length);
 }
 
 }  // namespace mcring::core

@@ -101,7 +101,7 @@ bool continueDirect(PendingRequest& r, PoolRuntime& pool, WorkerContext& worker)
     stats::bump(server->stats().get_keys);
     conn->output().append(f.line);
     r.fragments_left = 1;
-    conn->expect(&r, 0, Delivery::Direct, f.quiet ? Expect::UntilNoop : Expect::OneUnit,
+    conn->expect(*server, &r, 0, Delivery::Direct, f.quiet ? Expect::UntilNoop : Expect::OneUnit,
                  f.line.size());
     return true;
   }

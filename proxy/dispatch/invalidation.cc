@@ -42,7 +42,7 @@ void Dispatcher::invalidateAt(BackendServer& server, std::string_view line) {
   r->command = Command::MetaDelete;  // a write: never answered as a miss (unavailable.h)
   protocol::RequestWriter md(conn->output());
   md.metaDelete(req_->keys[0].in(line), req_->key_base64);
-  conn->expect(r, 0, Delivery::Direct, Expect::OneUnit, md.written());
+  conn->expect(server, r, 0, Delivery::Direct, Expect::OneUnit, md.written());
   worker_.requests().release(r);  // the backend's reference keeps it until the reply
 }
 
@@ -75,7 +75,7 @@ void Dispatcher::invalidateAtPrevious(PendingRequest* r, BackendServer& prev,
   }
   ++r->fragments_left;
   stats::bump(worker_.counters().warmup_invalidations);
-  conn->expect(r, warmInvalidationHandler(), 0, Expect::OneUnit, md.written());
+  conn->expect(prev, r, warmInvalidationHandler(), 0, Expect::OneUnit, md.written());
 }
 
 }  // namespace mcring::core

@@ -56,7 +56,7 @@ void Dispatcher::dispatchFlushAll(std::string_view line) {
       continue;
     }
     conn->output().append(forward);
-    conn->expect(r, s, Delivery::Broadcast, Expect::OneUnit, forward.size());
+    conn->expect(*server, r, s, Delivery::Broadcast, Expect::OneUnit, forward.size());
   }
   if (failed_now > 0) {
     r->fragments_left -= failed_now;

@@ -94,7 +94,7 @@ uint32_t FragmentRound::send(uint64_t session, ServerOf server_of) {
       continue;
     }
     const size_t written = writeFragmentLine(conn->output(), r_, fr);
-    conn->expect(&r_, f, Delivery::Fragment, Expect::Retrieval, written);
+    conn->expect(server, &r_, f, Delivery::Fragment, Expect::Retrieval, written);
     ++sent;
   }
   r_.fragments_left += sent;

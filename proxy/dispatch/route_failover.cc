@@ -151,7 +151,7 @@ bool continueRouteFailover(PendingRequest& r) {
     r.pool = pool;
     r.fragments_left = 1;
     conn->output().append(route.resend);
-    conn->expect(&r, 0, Delivery::Direct, route.expect, route.resend.size());
+    conn->expect(*server, &r, 0, Delivery::Direct, route.expect, route.resend.size());
     return true;
   }
   return false;

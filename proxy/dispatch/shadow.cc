@@ -54,9 +54,9 @@ bool Shadows::shadows(const ShadowTarget& target, std::string_view key) {
 }
 
 BackendConnection* Shadows::connectionFor(const ShadowTarget& target, std::string_view routing_key,
-                                          uint64_t session) {
+                                          uint64_t session, BackendServer*& server) {
   PoolRuntime& pool = *target.pool;
-  BackendServer* server = pool.currentServer(routing_key);
+  server = pool.currentServer(routing_key);
   BackendConnection* conn = server != nullptr ? server->connectionFor(session) : nullptr;
   if (conn == nullptr || conn->inflightCount() >= kMaxInflight || conn->unsent() >= kMaxOutput) {
     stats::bump(target.stats->shadow_dropped);
@@ -89,7 +89,8 @@ ShadowProbe* Shadows::newProbe(stats::RouteStats* stats) {
 void Shadows::sendWrite(const ShadowTarget& target, std::string_view routing_key, uint64_t session,
                         std::string_view line, const net::Buffer& in, uint64_t data_offset,
                         uint64_t data_length, bool quiet_meta) {
-  BackendConnection* conn = connectionFor(target, routing_key, session);
+  BackendServer* server = nullptr;
+  BackendConnection* conn = connectionFor(target, routing_key, session, server);
   if (conn == nullptr) {
     return;
   }
@@ -101,14 +102,15 @@ void Shadows::sendWrite(const ShadowTarget& target, std::string_view routing_key
   if (quiet_meta) {
     copy.noop();
   }
-  conn->expect(r, *this, quiet_meta ? kQuietWriteTag : kWriteTag,
+  conn->expect(*server, r, *this, quiet_meta ? kQuietWriteTag : kWriteTag,
                quiet_meta ? Expect::UntilNoop : Expect::OneUnit, copy.written() + data_length);
   worker_.requests().release(r);  // the connection's reference keeps it until the reply
 }
 
 ShadowProbe* Shadows::sendRead(const ShadowTarget& target, std::string_view routing_key,
                                std::string_view key, bool b64, uint64_t session, bool compare) {
-  BackendConnection* conn = connectionFor(target, routing_key, session);
+  BackendServer* server = nullptr;
+  BackendConnection* conn = connectionFor(target, routing_key, session, server);
   if (conn == nullptr) {
     return nullptr;
   }
@@ -122,7 +124,7 @@ ShadowProbe* Shadows::sendRead(const ShadowTarget& target, std::string_view rout
   }
   protocol::RequestWriter mg(conn->output());
   mg.verb(protocol::Command::MetaGet).metaKey(key, b64).flag('v').end();
-  conn->expect(r, *this, kReadTag, Expect::OneUnit, mg.written());
+  conn->expect(*server, r, *this, kReadTag, Expect::OneUnit, mg.written());
   worker_.requests().release(r);
   return probe;
 }

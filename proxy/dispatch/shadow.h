@@ -74,9 +74,10 @@ class Shadows final : public ReplyHandler {
   bool changesItem(const PendingRequest& r, uint32_t tag) const override;
 
  private:
-  // The connection a copy goes on, or null (counted as dropped).
+  // The connection a copy goes on, or null (counted as dropped); `server`: the shadow pool's
+  // server it is for.
   BackendConnection* connectionFor(const ShadowTarget& target, std::string_view routing_key,
-                                   uint64_t session);
+                                   uint64_t session, BackendServer*& server);
   PendingRequest* detached(protocol::Command command);
   ShadowProbe* newProbe(stats::RouteStats* stats);
 

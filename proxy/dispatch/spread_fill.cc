@@ -117,7 +117,8 @@ void startSpreadFill(PoolRuntime& pool, const std::shared_ptr<SpreadEntry>& entr
     e.fill_in_flight.store(false);  // a write is in flight: the next read tries again
     return;
   }
-  BackendConnection* conn = pool.by_index[e.copies[0]]->connectionFor(session_id);
+  BackendServer& server = *pool.by_index[e.copies[0]];
+  BackendConnection* conn = server.connectionFor(session_id);
   if (conn == nullptr) {
     abandon(e, worker);
     return;
@@ -130,7 +131,7 @@ void startSpreadFill(PoolRuntime& pool, const std::shared_ptr<SpreadEntry>& entr
   r->spread->pool = &pool;
   protocol::RequestWriter mg(conn->output());
   mg.verb(protocol::Command::MetaGet).arg(e.key).flag('v').flag('f').flag('t').end();
-  conn->expect(r, spread_fill_reply, 0, Expect::OneUnit, mg.written());
+  conn->expect(server, r, spread_fill_reply, 0, Expect::OneUnit, mg.written());
   worker.requests().release(r);  // the connection's reference keeps it until the reply
 }
 
@@ -178,7 +179,8 @@ void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::strin
     }
     ttl = std::to_string(t);
   }
-  BackendConnection* conn = pool->by_index[e.copies[s.copy]]->connectionFor(s.mark);
+  BackendServer& server = *pool->by_index[e.copies[s.copy]];
+  BackendConnection* conn = server.connectionFor(s.mark);
   if (conn == nullptr) {
     abandon(e, worker);
     return;
@@ -191,7 +193,7 @@ void onSpreadFillReply(PendingRequest& r, const protocol::Reply& rep, std::strin
   net::Buffer& out = conn->output();
   out.append(line);
   out.append(data);
-  conn->expect(w, spread_fill_reply, 0, Expect::OneUnit, line.size() + data.size());
+  conn->expect(server, w, spread_fill_reply, 0, Expect::OneUnit, line.size() + data.size());
   worker.requests().release(w);
 }
 

@@ -218,7 +218,7 @@ class StatsViews::Fetch final : public RequestOwner {
         continue;
       }
       conn->output().append(line_);
-      conn->expect(q, s, Delivery::Stats, Expect::OneUnit, line_.size());
+      conn->expect(*server, q, s, Delivery::Stats, Expect::OneUnit, line_.size());
     }
     if (inflight_ != q) {
       return;  // every answer came at once (cannot happen over sockets, but stay safe)

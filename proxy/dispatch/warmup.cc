@@ -207,7 +207,7 @@ void sendCopy(PendingRequest& r, uint32_t i, const WarmValue& v, std::string_vie
   out.append(line);
   out.append(data);  // value and its "\r\n"
   ++r.fragments_left;
-  conn->expect(&r, warm_copy_reply, i, Expect::OneUnit, line.size() + data.size());
+  conn->expect(to, &r, warm_copy_reply, i, Expect::OneUnit, line.size() + data.size());
 }
 
 // The client's own `mg` reply, from the previous server's value: return flags in the order the
@@ -384,7 +384,7 @@ bool launchMultigetWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& w
     ++sent;
     registry.started(key, &r, i);
     stats::bump(c.warmup_fetches);
-    conn->expect(&r, warm_fetch_reply, i, Expect::OneUnit, bytes);
+    conn->expect(*prev, &r, warm_fetch_reply, i, Expect::OneUnit, bytes);
   }
   return sent > 0;
 }
@@ -414,7 +414,7 @@ bool launchMetaWarmup(PendingRequest& r, PoolRuntime& pool, WorkerContext& worke
   ++r.fragments_left;
   registry.started(key, &r, 0);
   stats::bump(c.warmup_fetches);
-  conn->expect(&r, warm_fetch_reply, 0, Expect::OneUnit, bytes);
+  conn->expect(*prev, &r, warm_fetch_reply, 0, Expect::OneUnit, bytes);
   return true;
 }
 

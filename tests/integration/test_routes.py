@@ -97,9 +97,9 @@ def remaining_ttl(backend, key):
 class RoutesCase(IntegrationCase):
     """start(): memcached per pool, then an mcring whose front routes to them."""
 
-    def start(self, pools, routes, front_extra=None, pool_extra=None):
+    def start(self, pools, routes, front_extra=None, pool_extra=None, args=()):
         """pools: {name: number of servers, or a list of started Memcached (two pools may
-        share one)}; routes: YAML lines of the front's routes list."""
+        share one)}; routes: YAML lines of the front's routes list; args: mcring's options."""
         self.tmp = make_tmpdir("mcring-routes-")
         self.addCleanup(remove_tmpdir, self.tmp)
         self.pools = {}
@@ -115,7 +115,7 @@ class RoutesCase(IntegrationCase):
         self.pool_extra = pool_extra or {}
         self.front_extra = front_extra or {}
         self.routes = routes
-        self.proxy = RoutedMcring(self.render, self.tmp)
+        self.proxy = RoutedMcring(self.render, self.tmp, args=args)
         self.addCleanup(self.proxy.stop)
         self.dump_log_on_failure(self.proxy)
         self.port = self.proxy.port
