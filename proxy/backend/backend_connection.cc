@@ -446,8 +446,9 @@ BackendConnection::Take BackendConnection::takeValue(PendingRequest& r, Fragment
   r.key_hit_length[idx] = n;
   ++fr.hits;
   stats::bump(link_.worker().counters().get_hits);
-  stats::bump(current_->stats().get_hits);
-  if (PoolRuntime& pool = current_->pool(); pool.detailOn()) {
+  BackendServer& owner = r.key_server.empty() ? *current_ : *r.key_server[idx];
+  stats::bump(owner.stats().get_hits);
+  if (PoolRuntime& pool = owner.pool(); pool.detailOn()) {
     pool.countDetail(multigetKey(r, idx), stats::PrefixOp::Hit);
   }
   net::Buffer& in = tcp_->input();
@@ -466,6 +467,19 @@ BackendConnection::Take BackendConnection::takeValue(PendingRequest& r, Fragment
     in.drain(n);
   }
   return Take::Taken;
+}
+
+// The fragment's keys not hit, when its reply ended: misses of their servers.
+void BackendConnection::countMisses(const PendingRequest& r, const Fragment& fr) {
+  if (r.key_server.empty()) {
+    stats::bump(current_->stats().get_misses, fr.key_indices.size() - fr.hits);
+    return;
+  }
+  for (const uint32_t idx : fr.key_indices) {  // keys of several pools (across routes)
+    if (r.key_hit_length[idx] == 0) {
+      stats::bump(r.key_server[idx]->stats().get_misses);
+    }
+  }
 }
 
 // The unit of key idx of r (n bytes), a multi-get over several fragments whose units must reach
@@ -519,7 +533,7 @@ BackendConnection::Step BackendConnection::deliverShared(InFlight& f, const prot
     return Step::Desync;
   }
   if (!rep.isError()) {
-    stats::bump(current_->stats().get_misses, fr.key_indices.size() - fr.hits);
+    countMisses(*r, fr);
   }
   if (!f.line_end) {
     return Step::Pass;
@@ -629,7 +643,7 @@ BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::
       }
       if (rep.kind == ReplyKind::End) {
         in.drain(n);
-        stats::bump(current_->stats().get_misses, fr.key_indices.size() - fr.hits);
+        countMisses(*r, fr);
         return Step::Done;
       }
       if (rep.isError()) {

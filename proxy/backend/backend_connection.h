@@ -120,6 +120,7 @@ class BackendConnection : public net::ConnectionHandler {
   void endSharedLine();
   Step deliverShared(InFlight& f, const protocol::Reply& rep, std::string_view line);
   Take takeValue(PendingRequest& r, Fragment& fr, std::string_view key, uint64_t n);
+  void countMisses(const PendingRequest& r, const Fragment& fr);
 
   Step deliver(InFlight& f, const protocol::Reply& rep, std::string_view line);
   void forward(PendingRequest& r, net::Buffer& sink, uint64_t n);

@@ -181,6 +181,10 @@ struct PendingRequest {
   std::vector<uint32_t> key_offsets;     // key i = line.substr(key_offsets[2i], key_offsets[2i+1])
   std::vector<uint32_t> key_fragment;    // fragment of client key i
   std::vector<uint64_t> key_hit_length;  // bytes of key i's VALUE unit, 0 = miss
+  // A multi-get across routes whose fragments carry keys of several pools (their servers share
+  // a link, backend_link.h): key i's own pool's server, which counts its hit or miss. Empty
+  // otherwise (a fragment's keys are its server's).
+  std::vector<BackendServer*> key_server;
   std::vector<Fragment> fragments;
   uint32_t fragment_count = 0;  // fragments in use (vector keeps capacity)
   protocol::Span exptime;       // gat/gats: the exptime token in `line`
@@ -252,6 +256,7 @@ struct PendingRequest {
     key_offsets.clear();
     key_fragment.clear();
     key_hit_length.clear();
+    key_server.clear();
     shape = Shape::Direct;
     exptime = protocol::Span();
     WarmRequest::release(warm);

@@ -83,6 +83,9 @@ void Dispatcher::dispatchMultiget(std::string_view line, const RetrievalCall* ca
   r->key_offsets.resize(2 * n);
   r->key_fragment.resize(n);
   r->key_hit_length.assign(n, 0);
+  if (!key_servers_.empty()) {
+    r->key_server.assign(key_servers_.begin(), key_servers_.end());
+  }
   if (call != nullptr) {
     for (const auto& h : pool_->handlers) {
       h->prepareMultiget(*this, *call, *r);
@@ -120,7 +123,7 @@ void Dispatcher::dispatchMultiget(std::string_view line, const RetrievalCall* ca
     }
     uint32_t f = static_cast<uint32_t>(fragment_of_[s]);
     fragment_bytes_[f] += add;
-    countForBackend(serverAt(s), req_->keys[i].in(line));
+    countForBackend(key_servers_.empty() ? serverAt(s) : *key_servers_[i], req_->keys[i].in(line));
     r->key_fragment[i] = f;
     r->fragments[f].key_indices.push_back(static_cast<uint32_t>(i));
   }

@@ -159,6 +159,9 @@ class Dispatcher final : private RouteContext, private PoolContext {
   std::vector<KeyProbe> key_probes_;  // a multi-get's shadowed keys' probes, for its request
   const std::vector<BackendServer*>* across_ = nullptr;
   std::vector<BackendServer*> across_servers_;
+  // A multi-get across routes with keys of several pools on one fragment (routedRetrieval):
+  // each key's own server. Empty otherwise.
+  std::vector<BackendServer*> key_servers_;
   std::vector<BackendServer*> flush_servers_;
   std::vector<uint32_t> key_routes_;
   std::vector<uint32_t> route_seen_;

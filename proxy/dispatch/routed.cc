@@ -226,7 +226,14 @@ void Dispatcher::routedRetrieval(std::string_view line) {
     stats::bump(counters.cmd_touch);
   }
   across_servers_.clear();
+  key_servers_.clear();
   routes_.resize(n);
+  // Keys of pools that share a server's link (backend_link.h) go to it as one fragment: one
+  // expectation and one part of the reply to match instead of one per pool. Each key keeps its
+  // own server for its counters (key_servers_). Not where a route's failover sends keys on by
+  // fragment, nor between pools whose unavailable_reads differ (a fragment fails by one).
+  const bool merge = multiget_failover_.empty();
+  bool merged = false;
   for (size_t i = 0; i < n; ++i) {
     PoolRuntime& pool = *route_pools_[key_routes_[i]];
     const std::string_view key = req_->keys[i].in(line);
@@ -234,15 +241,29 @@ void Dispatcher::routedRetrieval(std::string_view line) {
                            ? readReplica(pool, worker_, key, src_->id())
                            : pool.route(key);
     BackendServer* server = pool.by_index[s];
-    auto at = std::find(across_servers_.begin(), across_servers_.end(), server);
+    auto at = std::find_if(across_servers_.begin(), across_servers_.end(), [&](BackendServer* b) {
+      return b == server ||
+             (merge && &b->link() == &server->link() &&
+              b->pool().config().unavailable_reads == pool.config().unavailable_reads);
+    });
     routes_[i] = static_cast<uint32_t>(at - across_servers_.begin());
     if (at == across_servers_.end()) {
       across_servers_.push_back(server);
+    } else if (*at != server && !merged) {
+      merged = true;
+      key_servers_.resize(i);  // the keys before were each on their fragment's server
+      for (size_t k = 0; k < i; ++k) {
+        key_servers_[k] = across_servers_[routes_[k]];
+      }
+    }
+    if (merged) {
+      key_servers_.push_back(server);
     }
   }
   across_ = &across_servers_;
   dispatchMultiget(line, nullptr);
   across_ = nullptr;
+  key_servers_.clear();
 }
 
 // RouteContext: what the route handlers ask of the request being routed.

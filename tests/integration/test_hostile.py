@@ -69,6 +69,33 @@ def ends_with(tail):
     return lambda buf: buf.endswith(tail)
 
 
+def trickle_reader(case, sock):
+    """Reads sock at about 1 MB/s (256 KiB every 0.25 s, never idle for 1 s) in a thread, for at
+    most 20 s; the test case stops and joins it at cleanup."""
+    stop = threading.Event()
+
+    def trickle():
+        sock.settimeout(0.2)
+        deadline = time.monotonic() + 20
+        while not stop.is_set() and time.monotonic() < deadline:
+            want = 256 * 1024
+            while want > 0:
+                try:
+                    c = sock.recv(min(want, 65536))
+                except socket.timeout:
+                    break
+                except OSError:
+                    return
+                if not c:
+                    return
+                want -= len(c)
+            time.sleep(0.25)
+    t = threading.Thread(target=trickle, daemon=True)
+    t.start()
+    case.addCleanup(t.join, 5)
+    case.addCleanup(stop.set)
+
+
 class HostileBase(IntegrationCase):
     N_BACKENDS = 1
     MC_ARGS = ("-I", "2m")
@@ -119,28 +146,7 @@ class SharedBackendStallTest(HostileBase):
         a = socket.create_connection((HOST, self.port), timeout=10)
         self.sockets().append(a)
         a.sendall(b"get" + b" big" * 40 + b"\r\n")  # a 40 MB reply
-        stop = threading.Event()
-
-        def trickle():  # 256 KiB every 0.25 s: about 1 MB/s, never idle for 1 s
-            a.settimeout(0.2)
-            deadline = time.monotonic() + 20
-            while not stop.is_set() and time.monotonic() < deadline:
-                want = 256 * 1024
-                while want > 0:
-                    try:
-                        c = a.recv(min(want, 65536))
-                    except socket.timeout:
-                        break
-                    except OSError:
-                        return
-                    if not c:
-                        return
-                    want -= len(c)
-                time.sleep(0.25)
-        t = threading.Thread(target=trickle, daemon=True)
-        t.start()
-        self.addCleanup(t.join, 5)
-        self.addCleanup(stop.set)
+        trickle_reader(self, a)
         time.sleep(1.0)
         dt, reply = request_within(self.port, b"get small\r\n", ends_with(b"END\r\n"), 6.0)
         print("victim get behind a 1 MB/s reader: %.2f s, %r" % (dt, reply[:30]))

@@ -2,10 +2,10 @@
 
 Three pools list the same three memcached; a front routes a prefix to each. With one worker:
 - mcring holds one connection per memcached, not one per pool and memcached, and a multi-get
-  across the three routes goes to each memcached as one get line;
+  across the three routes goes to each memcached as one get line and one part of the request;
 - each pool still counts its own requests, hits and misses;
-- a reload that gives one pool another timeout moves that pool to links of its own under load,
-  with no client error, and the others keep theirs;
+- reloads that give pools other link settings (timeout, server_connections) split and join their
+  links under load, with no client error, and the last leaves the connections it says;
 - a client of one pool that reads a 36 MB reply at about 1 MB/s does not hold up, for long, a
   client of another pool whose key is on the same memcached (the connection they share);
 - a shared memcached that dies fails (as misses, unavailable_reads) the keys of every pool that
@@ -17,7 +17,7 @@ import time
 import unittest
 
 from harness import HOST, Conn, Memcached, parse_stats, parse_values, set_cmd
-from test_hostile import ends_with, request_within, store
+from test_hostile import ends_with, request_within, store, trickle_reader
 from test_routes import RoutesCase, wait_until
 
 ROUTES = ['prefix: "u:"\n      pool: users',
@@ -69,23 +69,29 @@ class SharedLinksTest(RoutesCase):
         every = [k for ks in keys.values() for k in ks]
         mixed = every[::3] + every[1::3] + every[2::3]  # the routes interleaved
         holders = {b for ks in self.holders(mixed).values() for b in ks}
-        lines_before = int(self.stats()["backend_get_lines"])
+        st = self.stats()
+        lines_before = int(st["backend_get_lines"])
+        requests_before = int(st["backend_requests"])
         hits_before = {pool: self.backend_field(pool, "get_hits") for pool in PREFIXES}
         with Conn(HOST, self.port) as c:
             got = parse_values(c.request(b"get " + b" ".join(mixed) + b"\r\n"))
         self.assertEqual([k for k, _, _, _ in got], mixed)
         self.assertEqual([v for _, v, _, _ in got], [b"val-" + k for k in mixed])
         # One line per memcached holding the keys (it was one per pool and memcached: up to 9).
-        lines = int(self.stats()["backend_get_lines"]) - lines_before
-        print("\n30-key get across 3 routes over %d memcached: %d get lines" % (len(holders),
-                                                                               lines))
+        st = self.stats()
+        lines = int(st["backend_get_lines"]) - lines_before
+        requests = int(st["backend_requests"]) - requests_before
+        print("\n30-key get across 3 routes over %d memcached: %d get lines, %d backend requests"
+              % (len(holders), lines, requests))
         self.assertEqual(lines, len(holders))
+        # ... and one part of the request per memcached, not one per pool and memcached.
+        self.assertEqual(requests, len(holders))
         # Each pool counted its own keys' hits, on its own servers.
         for pool in PREFIXES:
             self.assertEqual(self.backend_field(pool, "get_hits") - hits_before[pool], 10, pool)
         self.assertEqual(int(self.stats()["backend_connections"]), 3)
 
-    def test_reload_gives_one_pool_its_own_links_under_load_without_errors(self):
+    def test_reloads_split_and_join_links_under_load_without_errors(self):
         keys = self.keys(20)
         self.fill(keys)
         every = [k for ks in keys.values() for k in ks]
@@ -115,16 +121,23 @@ class SharedLinksTest(RoutesCase):
         t.start()
         try:
             self.assertTrue(wait_until(lambda: counts["gets"] > 200))
-            self.pool_extra = {"sessions_v2": {"timeout": 2000}}
-            rec = self.reload(ROUTES)
-            self.assertEqual(rec["result"], "applied", rec)
-            before = counts["gets"]
-            self.assertTrue(wait_until(lambda: counts["gets"] > before + 200))
+            # Links split, joined and split again, each while gets across the routes run; the
+            # last leaves sessions_v2 alone on its links.
+            for extra in ({"sessions_v2": {"timeout": 2000}},
+                          {"users": {"timeout": 1500, "server_connections": 2}},
+                          {},
+                          {"sessions": {"timeout": 3000}, "sessions_v2": {"timeout": 3000}},
+                          {"sessions_v2": {"timeout": 2000}}):
+                self.pool_extra = extra
+                rec = self.reload(ROUTES)
+                self.assertEqual(rec["result"], "applied", rec)
+                before = counts["gets"]
+                self.assertTrue(wait_until(lambda: counts["gets"] > before + 100))
         finally:
             stop.set()
             t.join(40)
         self.assertFalse(t.is_alive())
-        print("\n%d gets across the reload, %d errors" % (counts["gets"], counts["errors"]))
+        print("\n%d gets across 5 reloads, %d errors" % (counts["gets"], counts["errors"]))
         self.assertEqual(counts["errors"], 0, counts["bad"][:3])
         # users and sessions keep the links they share (all three memcached were written to);
         # sessions_v2 has its own, to each memcached its keys were read from since.
@@ -147,28 +160,7 @@ class SharedLinksTest(RoutesCase):
         a = socket.create_connection((HOST, self.port), timeout=10)
         self.addCleanup(a.close)
         a.sendall(b"get" + b" u:big" * 40 + b"\r\n")  # a 36 MB reply
-        stop = threading.Event()
-
-        def trickle():  # 256 KiB every 0.25 s: about 1 MB/s, never idle for 1 s
-            a.settimeout(0.2)
-            deadline = time.monotonic() + 20
-            while not stop.is_set() and time.monotonic() < deadline:
-                want = 256 * 1024
-                while want > 0:
-                    try:
-                        chunk = a.recv(min(want, 65536))
-                    except socket.timeout:
-                        break
-                    except OSError:
-                        return
-                    if not chunk:
-                        return
-                    want -= len(chunk)
-                time.sleep(0.25)
-        t = threading.Thread(target=trickle, daemon=True)
-        t.start()
-        self.addCleanup(t.join, 5)
-        self.addCleanup(stop.set)
+        trickle_reader(self, a)
         time.sleep(1.0)
         dt, reply = request_within(self.port, b"get " + victim + b"\r\n", ends_with(b"END\r\n"),
                                    6.0)

@@ -262,3 +262,32 @@ TEST_CASE("a route moved to a pool with warmup_window: its misses are served fro
   REQUIRE(b.send("HD\r\n"));
   CHECK(dp.counters().warmup_hits.load() == 1);
 }
+
+TEST_CASE("pools that name one server share its connection: a get across their routes is one part") {
+  FakeBackend shared, other;
+  const std::string yaml =
+      "a:\n  listen: 127.0.0.1:2\n  timeout: 300\n  servers: [127.0.0.1:{0}:1]\n"
+      "b:\n  listen: 127.0.0.1:3\n  timeout: 300\n  servers: [127.0.0.1:{0}:1]\n"
+      "c:\n  listen: 127.0.0.1:4\n  timeout: 300\n  servers: [127.0.0.1:{1}:1]\n"
+      "front:\n  listen: 127.0.0.1:1\n  routes:\n"
+      "    - prefix: 'a:'\n      pool: a\n"
+      "    - prefix: 'b:'\n      pool: b\n"
+      "    - default: c\n";
+  DataPlane dp(yaml, {&shared, &other}, "front");
+  auto client = dp.connect();
+  // Keys of pools a and b: one fragment, one line, on one connection to the server.
+  REQUIRE(client.send("get a:1 b:1 z a:2\r\n"));
+  CHECK(shared.expect("get a:1 b:1 a:2\r\n") == "get a:1 b:1 a:2\r\n");
+  CHECK(other.expect("get z\r\n") == "get z\r\n");
+  REQUIRE(shared.send(valueUnit("b:1", "B1") + valueUnit("a:2", "A2") + "END\r\n"));
+  REQUIRE(other.send("END\r\n"));
+  const std::string want = valueUnit("b:1", "B1") + valueUnit("a:2", "A2") + "END\r\n";
+  CHECK(client.read(want.size()) == want);
+  // Pool b's own requests go on the same connection.
+  auto second = dp.connect();
+  REQUIRE(second.send("get b:9\r\n"));
+  CHECK(shared.expect("get b:9\r\n", 1000) == "get b:9\r\n");
+  REQUIRE(shared.send("END\r\n"));
+  CHECK(second.read(5) == "END\r\n");
+  CHECK(shared.accepted() == 1);
+}
