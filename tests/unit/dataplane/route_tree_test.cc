@@ -115,7 +115,7 @@ TEST_CASE("a route with no options is counted and sent to its pool") {
 TEST_CASE("every option composes in mcrouter's order: limit, TTL, shadow, failover, pool") {
   Fixture f;
   f.rc.max_ttl = 3600;
-  f.rc.shadow = mcring::config::ShadowConfig{"b", 100, false};
+  f.rc.shadow = mcring::config::ShadowConfig{"b", 100, false, {}};
   f.route.shadow = &f.b;
   f.rc.failover = {"c", "d"};
   f.route.failover = {&f.c, &f.d};
@@ -158,7 +158,7 @@ TEST_CASE("a refused request goes no further: no cap, no copy, no pool") {
 
 TEST_CASE("shadow: percent chooses keys by hash, writes_only skips reads, me is not copied") {
   Fixture f;
-  f.rc.shadow = mcring::config::ShadowConfig{"b", 0, false};
+  f.rc.shadow = mcring::config::ShadowConfig{"b", 0, false, {}};
   f.route.shadow = &f.b;
   f.kinds();
   CHECK(run(f.route, Req("set x:1 0 0 1\r\n")) == std::vector<std::string>{"pool a"});
@@ -174,7 +174,7 @@ TEST_CASE("shadow: percent chooses keys by hash, writes_only skips reads, me is 
   }
   CHECK(copied > 60);
   CHECK(copied < 140);
-  f.rc.shadow = mcring::config::ShadowConfig{"b", 100, true};
+  f.rc.shadow = mcring::config::ShadowConfig{"b", 100, true, {}};
   f.kinds();
   CHECK(run(f.route, Req("get x:1\r\n")) == std::vector<std::string>{"pool a"});
   CHECK(run(f.route, Req("mg x:1 v\r\n")) == std::vector<std::string>{"pool a"});
@@ -187,7 +187,7 @@ TEST_CASE("shadow: percent chooses keys by hash, writes_only skips reads, me is 
 
 TEST_CASE("a multi-get's route copies its own keys and fails them over") {
   Fixture f;
-  f.rc.shadow = mcring::config::ShadowConfig{"b", 100, false};
+  f.rc.shadow = mcring::config::ShadowConfig{"b", 100, false, {}};
   f.route.shadow = &f.b;
   f.rc.failover = {"c"};
   f.route.failover = {&f.c};
