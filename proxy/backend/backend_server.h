@@ -117,4 +117,10 @@ class BackendServer {
   bool reported_down_ = false;
 };
 
+// countFailure for a multi-get fragment that failed: its server counts it, and so does each
+// other pool's server whose keys it carried (a fragment merged across pools,
+// PendingRequest::key_server), once, as a fragment of its own would have been counted.
+void countFragmentFailure(BackendServer& server, const PendingRequest& r, const Fragment& fr,
+                          BackendFailure why);
+
 }  // namespace mcring::core
