@@ -43,7 +43,8 @@ class BackendServer {
     reported_down_ = false;
   }
 
-  // Its requests in flight on the link (BackendConnection::expect to the end of their reply).
+  // Its requests in flight on the link (BackendConnection::expect to the end of their reply),
+  // and its keys in another pool's fragment merged across routes (PendingRequest::key_server).
   void countSent() { ++inflight_; }
   void countFinished() { --inflight_; }
   bool idle() const { return inflight_ == 0; }  // none of its requests in flight
