@@ -13,6 +13,9 @@ server (PendingRequest::key_server).
 - A shared memcached frozen (timeout) under load from two pools, one of which ejects it
   (auto_eject_hosts): ejection is that pool's alone, the other keeps the server, and both serve
   it again once it is back.
+- A reload that changes only a pool's link settings (timeout) while its warm-up window is open:
+  every server is replaced on a new link, and the old ones, which the window still reads moved
+  keys from, were reaped and deleted (the next warm-up second hop used freed memory).
 - Pools on one memcached that must not share: one authenticating (server_auth_file) next to a
   plaintext one, and pools with different unavailable_reads, which must not be merged into one
   fragment.
@@ -23,9 +26,11 @@ import threading
 import time
 import unittest
 
-from harness import (HOST, SANITIZED, Conn, Memcached, parse_stats, parse_values, proc_rss_kb,
-                     set_cmd)
+from harness import (HOST, SANITIZED, Conn, Memcached, make_tmpdir, parse_stats, parse_values,
+                     proc_rss_kb, remove_tmpdir, set_cmd, spread_keys)
 from test_routes import RoutesCase, wait_until
+from test_tls import TlsMemcached
+from test_warmup import WarmupCase
 
 
 def scattered(prefix, n):
@@ -366,6 +371,64 @@ class MergedFragmentFailureTest(HostileCase):
         self.assertEqual(got[("sessions", "unavailable_misses")], 1)
         self.assertEqual(got[("users", "errors")], 1)
         self.assertEqual(got[("sessions", "errors")], 1)
+
+
+class AuthNextToPlaintextTest(HostileCase):
+    """memcached -Y (ASCII authentication) named by a pool that authenticates (server_auth_file)
+    and by one that does not: the plaintext pool must not ride on the authenticated connection."""
+
+    ROUTES = ['prefix: "a:"\n      pool: secure', 'prefix: "o:"\n      pool: open']
+
+    def setUp(self):
+        super().setUp()
+        d = make_tmpdir("mcring-auth-")
+        self.addCleanup(remove_tmpdir, d)
+        auth = os.path.join(d, "memcached.auth")
+        with open(auth, "w") as f:
+            f.write("mcring:hunter2\n")
+        self.m = TlsMemcached(None, auth, tls=False)
+        self.addCleanup(self.m.stop)
+        self.start({"secure": [self.m], "open": [self.m]}, self.ROUTES,
+                   pool_extra={"secure": {"server_auth_file": auth}}, args=["--threads", "1"])
+
+    def test_a_plaintext_pool_does_not_share_an_authenticated_link(self):
+        with Conn(HOST, self.port) as c:
+            self.assertEqual(c.request(set_cmd(b"a:k", b"secret")), b"STORED\r\n")
+        # o:k written past the authentication: the open pool must not read it.
+        with socket.create_connection((HOST, self.m.port), timeout=5) as s:
+            s.sendall(b"set a 0 0 14\r\nmcring hunter2\r\n" + set_cmd(b"o:k", b"secret"))
+            self.assertEqual(read_reply(s, b"STORED\r\nSTORED\r\n"), b"STORED\r\nSTORED\r\n")
+        with Conn(HOST, self.port) as c:
+            plain = c.request(b"get o:k\r\n")
+            both = c.request(b"get a:k o:k\r\n")
+        print("\nplaintext pool next to an authenticated one on memcached -Y: %r; across: %r"
+              % (plain, both))
+        self.assertNotIn(b"secret", plain)
+        self.assertNotIn(b"VALUE o:k", both)
+        self.assertTrue(self.proxy.proc.poll() is None)
+
+
+class WarmupWindowLinkChangeTest(WarmupCase):
+    """A pool's warm-up window reads moved keys from their previous servers; a reload that
+    changes only link settings (timeout) while it is open replaces every server (new links) and
+    drains the old ones, which the window still names."""
+
+    def test_a_timeout_change_during_a_warmup_window(self):
+        self.start(3, 2, window_ms=30000, threads=1)
+        keys = spread_keys("w", 300)
+        self.c.send(b"".join(set_cmd(k, b"v-" + k) for k in keys))
+        self.assertEqual(set(self.c.read_replies(len(keys), timeout=20)), {b"STORED\r\n"})
+        moved, _before, _after = self.moved_keys(keys, 2, 3)
+        self.assertTrue(moved)
+        self.reload(3)  # 2 -> 3 servers: the window opens
+        self.proxy.timeout_ms += 1  # the same servers on other links
+        self.reload(3)
+        got = self.get_all(moved)
+        print("\n%d moved keys read after a timeout change inside the warm-up window: %d hits"
+              % (len(moved), len(got)))
+        self.assertTrue(self.proxy.proc.poll() is None, "mcring died")
+        self.assertEqual(sorted(got), sorted(moved))
+        self.assertEqual({k: v for k, (v, _f) in got.items()}, {k: b"v-" + k for k in moved})
 
 
 class MustNotMergeTest(HostileCase):
