@@ -16,6 +16,8 @@ server (PendingRequest::key_server).
 - A reload that changes only a pool's link settings (timeout) while its warm-up window is open:
   every server is replaced on a new link, and the old ones, which the window still reads moved
   keys from, were reaped and deleted (the next warm-up second hop used freed memory).
+- A client that asks for 36 MB across two pools' routes on one memcached and never reads: the
+  other clients of both pools on it are answered, mcring's memory stays bounded.
 - Pools on one memcached that must not share: one authenticating (server_auth_file) next to a
   plaintext one, and pools with different unavailable_reads, which must not be merged into one
   fragment.
@@ -28,6 +30,7 @@ import unittest
 
 from harness import (HOST, SANITIZED, Conn, Memcached, make_tmpdir, parse_stats, parse_values,
                      proc_rss_kb, remove_tmpdir, set_cmd, spread_keys)
+from test_hostile import ends_with, request_within, store
 from test_routes import RoutesCase, wait_until
 from test_tls import TlsMemcached
 from test_warmup import WarmupCase
@@ -429,6 +432,47 @@ class WarmupWindowLinkChangeTest(WarmupCase):
         self.assertTrue(self.proxy.proc.poll() is None, "mcring died")
         self.assertEqual(sorted(got), sorted(moved))
         self.assertEqual({k: v for k, (v, _f) in got.items()}, {k: b"v-" + k for k in moved})
+
+
+class StoppedReaderTest(HostileCase):
+    """A client that asks for 36 MB across two routes whose pools share one memcached (merged
+    fragments on the shared connection) and never reads: the other clients of both pools on that
+    memcached are still answered, and mcring's memory stays bounded."""
+
+    ROUTES = ['prefix: "u:"\n      pool: users', 'prefix: "s:"\n      pool: sessions']
+
+    def setUp(self):
+        super().setUp()
+        self.m = Memcached()
+        self.addCleanup(self.m.stop)
+        self.start({"users": [self.m], "sessions": [self.m]}, self.ROUTES,
+                   args=["--threads", "1"])
+
+    def test_a_stopped_reader_of_merged_fragments_holds_neither_pool_for_long(self):
+        big = 900000
+        store(self.port, b"u:big", big)
+        store(self.port, b"s:big", big)
+        self.fill([b"u:small", b"s:small"])
+        rss0 = proc_rss_kb(self.proxy.pid)
+        a = socket.create_connection((HOST, self.port), timeout=10)
+        self.addCleanup(a.close)
+        a.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        a.sendall(b"get" + b" u:big s:big" * 20 + b"\r\n")  # 36 MB, never read
+        self.assertTrue(wait_until(lambda: int(self.stats()["backend_get_lines"]) > 0, timeout=5))
+        out = {}
+        for key in (b"s:small", b"u:small"):
+            out[key] = request_within(self.port, b"get " + key + b"\r\n",
+                                      ends_with(b"END\r\n"), 8.0)
+        rss = proc_rss_kb(self.proxy.pid)
+        print("\nbehind a stopped reader of 36 MB across two pools: %s; slow readers closed: %s;"
+              " RSS %d -> %d kB" % ({k: "%.2f s" % dt for k, (dt, _r) in out.items()},
+                                    self.stats()["client_slow_closed"], rss0, rss))
+        for key, (_dt, reply) in out.items():
+            self.assertEqual(reply, b"VALUE " + key + b" 0 " + str(len(b"val-" + key)).encode()
+                             + b"\r\nval-" + key + b"\r\nEND\r\n")
+        self.assertTrue(self.proxy.proc.poll() is None)
+        if not SANITIZED:
+            self.assertLess(rss - rss0, 100 * 1024)
 
 
 class MustNotMergeTest(HostileCase):
