@@ -10,6 +10,8 @@ server (PendingRequest::key_server).
   pool and moving a route, under pipelined multi-gets across routes and sets on several
   connections: every reply right and in order, and afterwards the connections the final config
   implies, on mcring's side and on memcached's (curr_connections).
+- A route whose failover pool shares the dead primary's memcached: the keys the failover pool
+  places elsewhere are served, the others are misses.
 - A shared memcached frozen (timeout) under load from two pools, one of which ejects it
   (auto_eject_hosts): ejection is that pool's alone, the other keeps the server, and both serve
   it again once it is back.
@@ -29,7 +31,8 @@ import time
 import unittest
 
 from harness import (HOST, SANITIZED, Conn, Memcached, make_tmpdir, parse_stats, parse_values,
-                     proc_rss_kb, remove_tmpdir, set_cmd, spread_keys)
+                     pool_yaml, proc_rss_kb, remove_tmpdir, run_mcring, server_line, set_cmd,
+                     spread_keys)
 from test_hostile import ends_with, request_within, store
 from test_routes import RoutesCase, wait_until
 from test_tls import TlsMemcached
@@ -113,7 +116,8 @@ class MergedFragmentDrainTest(HostileCase):
         reply = read_reply(a)
         print("\nmerged get answered after the reload: %r; mcring alive: %s"
               % (reply, self.proxy.proc.poll() is None))
-        self.assertTrue(self.proxy.proc.poll() is None, "mcring died when the merged fragment was answered")
+        self.assertTrue(self.proxy.proc.poll() is None,
+                        "mcring died when the merged fragment was answered")
         self.assertEqual(reply, b"VALUE u:k 0 7\r\nval-u:k\r\nVALUE s:k 0 7\r\nval-s:k\r\n"
                          b"END\r\n")
         # And it still serves both pools.
@@ -473,6 +477,63 @@ class StoppedReaderTest(HostileCase):
         self.assertTrue(self.proxy.proc.poll() is None)
         if not SANITIZED:
             self.assertLess(rss - rss0, 100 * 1024)
+
+
+class FailoverToASharingPoolTest(HostileCase):
+    """Route f: goes to `primary` (M1) with failover to `second` (M1 and M2, sharing M1's link);
+    route u: goes to `second`. M1 dies: f:'s keys that `second` places on M2 are served from
+    there, the ones it places on M1 are misses, u:'s likewise, and each pool counts its own."""
+
+    ROUTES = ['prefix: "f:"\n      pool: primary\n      failover: [second]',
+              'prefix: "u:"\n      pool: second']
+
+    def setUp(self):
+        super().setUp()
+        self.m1, self.m2 = Memcached(), Memcached()
+        for m in (self.m1, self.m2):
+            self.addCleanup(m.stop)
+        self.start({"primary": [self.m1], "second": [self.m1, self.m2]}, self.ROUTES,
+                   args=["--threads", "1"])
+
+    def second_owner(self, keys):
+        """{key: Memcached} of pool second's placement (`mcring route` on it alone)."""
+        path = os.path.join(self.tmp, "second.yml")
+        with open(path, "w") as f:
+            f.write(pool_yaml("second", 1, [server_line(m.addr) for m in (self.m1, self.m2)]))
+        r = run_mcring(["route", "-c", path], input_bytes=b"\n".join(keys) + b"\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        by_addr = {m.addr: m for m in (self.m1, self.m2)}
+        return {line.split("\t")[0].encode(): by_addr[line.split("\t")[1]]
+                for line in r.stdout.decode().splitlines()}
+
+    def test_failover_to_a_pool_sharing_the_dead_primarys_memcached(self):
+        f_keys, u_keys = scattered(b"f:", 12), scattered(b"u:", 12)
+        owner = self.second_owner(f_keys + u_keys)
+        on_m2 = [k for k in f_keys + u_keys if owner[k] is self.m2]
+        self.assertTrue(0 < len(on_m2) < 24)
+        with self.m2.conn() as c:  # what second holds on M2
+            for k in on_m2:
+                self.assertEqual(c.request(set_cmd(k, b"m2-" + k)), b"STORED\r\n")
+        self.fill(f_keys[:1])  # primary's connection to M1 (second's too: one link) is up
+        with self.m1.conn() as c:  # one connection of mcring's (and this one)
+            self.assertEqual(parse_stats(c.request(b"stats\r\n"))["curr_connections"], "2")
+        self.m1.stop()
+        every = [k for pair in zip(f_keys, u_keys) for k in pair]
+        with Conn(HOST, self.port) as c:
+            got = parse_values(c.request(b"get " + b" ".join(every) + b"\r\n"))
+            single = {k: c.request(b"get " + k + b"\r\n") for k in f_keys}
+        hits = [k for k, _, _, _ in got]
+        print("\nM1 dead, f: fails over to a pool sharing M1: %d of %d keys hit (%d on M2)"
+              % (len(hits), len(every), len(on_m2)))
+        self.assertEqual(hits, [k for k in every if k in on_m2])
+        self.assertEqual({k: v for k, v, _, _ in got}, {k: b"m2-" + k for k in hits})
+        for k, reply in single.items():
+            want = (b"VALUE %s 0 %d\r\nm2-%s\r\nEND\r\n" % (k, len(k) + 3, k)
+                    if k in on_m2 else b"END\r\n")
+            self.assertEqual(reply, want, k)
+        self.assertGreater(self.backend_field("primary", "errors"), 0)
+        self.assertGreater(self.backend_field("second", "get_hits"), 0)
+        self.assertTrue(self.proxy.proc.poll() is None)
 
 
 class MustNotMergeTest(HostileCase):
