@@ -25,6 +25,32 @@ uint64_t monotonicMicros() {
   return common::monotonicNs() / 1000;
 }
 
+// A fragment merged across pools (routed.cc) carries keys of other pools than its server's,
+// each counted by its own pool's server when the reply comes (takeValue, countMisses) or fails
+// (answerUnavailable, countFragmentFailure). Such a key holds its server in flight like a
+// request of its own, so a reload that drains that server (its pool removed, or given other
+// link settings) cannot reap it, and delete it, before the reply that counts on it.
+void holdKeyServers(const PendingRequest& r, const Fragment& fr, const BackendServer& server) {
+  for (const uint32_t idx : fr.key_indices) {
+    if (r.key_server[idx] != &server) {
+      r.key_server[idx]->countSent();
+    }
+  }
+}
+
+void releaseKeyServers(const PendingRequest& r, const Fragment& fr, const BackendServer& server,
+                       WorkerContext& worker) {
+  for (const uint32_t idx : fr.key_indices) {
+    BackendServer* owner = r.key_server[idx];
+    if (owner != &server) {
+      owner->countFinished();
+      if (owner->draining() && owner->idle()) {
+        worker.onBackendIdle();  // it goes after this call (reapDraining defers the delete)
+      }
+    }
+  }
+}
+
 }  // namespace
 
 BackendConnection::BackendConnection(BackendLink& link) : link_(link) {}
@@ -69,6 +95,9 @@ void BackendConnection::expect(BackendServer& server, PendingRequest* r, uint32_
   (holding() ? held_ : inflight_)
       .push_back(InFlight{r, nullptr, &server, monotonicMicros(), fragment, delivery, e});
   server.countSent();
+  if (delivery == Delivery::Fragment && !r->key_server.empty()) {
+    holdKeyServers(*r, r->fragments[fragment], server);
+  }
   stats::bump(link_.worker().counters().backend_requests);
   stats::BackendStats& bs = server.stats();
   stats::bump(bs.requests);
@@ -714,6 +743,9 @@ void BackendConnection::finish(InFlight& f) {
   if (server.draining() && server.idle()) {
     w.onBackendIdle();  // a reload removed it: it may go now (after this call, see reapDraining)
   }
+  if (f.delivery == Delivery::Fragment && !r->key_server.empty()) {
+    releaseKeyServers(*r, r->fragments[f.fragment], server, w);
+  }
   if (f.delivery == Delivery::Handler) {
     f.handler->onFinished(*this, *r, f.fragment);
   }
@@ -763,7 +795,11 @@ void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure wh
   auto& c = link_.worker().counters();
   if (!failed.empty()) {
     for (const InFlight& f : failed) {
-      f.server->countFailure(why);
+      if (f.delivery == Delivery::Fragment) {
+        countFragmentFailure(*f.server, *f.req, f.req->fragments[f.fragment], why);
+      } else {
+        f.server->countFailure(why);
+      }
     }
   }
   const DispatchSteps& steps = link_.worker().steps();

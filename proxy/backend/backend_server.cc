@@ -75,6 +75,22 @@ void BackendServer::countFailure(BackendFailure why, uint64_t n) {
   }
 }
 
+void countFragmentFailure(BackendServer& server, const PendingRequest& r, const Fragment& fr,
+                          BackendFailure why) {
+  server.countFailure(why);
+  if (r.key_server.empty()) {
+    return;
+  }
+  std::vector<BackendServer*> counted{&server};  // a handful: the pools of the routes
+  for (const uint32_t idx : fr.key_indices) {
+    BackendServer* owner = r.key_server[idx];
+    if (std::find(counted.begin(), counted.end(), owner) == counted.end()) {
+      counted.push_back(owner);
+      owner->countFailure(why);
+    }
+  }
+}
+
 BackendConnection* BackendServer::connectionFor(uint64_t session_id) {
   BackendConnection* c = link_->connectionFor(session_id);
   if (c == nullptr) {

@@ -43,7 +43,8 @@ class BackendServer {
     reported_down_ = false;
   }
 
-  // Its requests in flight on the link (BackendConnection::expect to the end of their reply).
+  // Its requests in flight on the link (BackendConnection::expect to the end of their reply),
+  // and its keys in another pool's fragment merged across routes (PendingRequest::key_server).
   void countSent() { ++inflight_; }
   void countFinished() { --inflight_; }
   bool idle() const { return inflight_ == 0; }  // none of its requests in flight
@@ -116,5 +117,11 @@ class BackendServer {
   uint64_t unavailable_writes_unlogged_ = 0;  // writes answered so since then
   bool reported_down_ = false;
 };
+
+// countFailure for a multi-get fragment that failed: its server counts it, and so does each
+// other pool's server whose keys it carried (a fragment merged across pools,
+// PendingRequest::key_server), once, as a fragment of its own would have been counted.
+void countFragmentFailure(BackendServer& server, const PendingRequest& r, const Fragment& fr,
+                          BackendFailure why);
 
 }  // namespace mcring::core

@@ -339,7 +339,16 @@ void Worker::applyTopology(std::shared_ptr<const config::Topology> topology,
       openWarmup(*runtime, std::move(previous), std::move(previous_by_index), std::move(removed));
     } else {
       for (auto& server : removed) {
-        drain(std::move(server));
+        // A window still open reads moved keys from their previous servers: one replaced by a
+        // server on a new link (its link settings changed) stays with the window, not reaped
+        // while the window may still send it a key's second hop.
+        if (runtime->warmup && std::find(runtime->warmup->previous_by_index.begin(),
+                                         runtime->warmup->previous_by_index.end(), server.get()) !=
+                                   runtime->warmup->previous_by_index.end()) {
+          runtime->warmup->retained.push_back(std::move(server));
+        } else {
+          drain(std::move(server));
+        }
       }
     }
   }

@@ -153,7 +153,7 @@ void Dispatcher::dispatchMultiget(std::string_view line, const RetrievalCall* ca
     BackendConnection* conn = server->connectionFor(src_->id());
     if (conn == nullptr) {
       frag.done = true;
-      server->countFailure(server->lastFailure());
+      countFragmentFailure(*server, *r, frag, server->lastFailure());
       if (r->read_failover != nullptr || route_failover) {
         // its keys go on to their next replicas (failover.h) or pools (route_failover.h)
         frag.failed = true;

@@ -109,6 +109,15 @@ bool answerUnavailable(PendingRequest& r, uint32_t fragment, BackendServer& serv
     fr.done = true;
     fr.unavailable = true;
     misses = fr.key_indices.size() - std::min<size_t>(fr.hits, fr.key_indices.size());
+    if (!r.key_server.empty()) {
+      // Merged across pools (routed.cc): each key not hit is its own pool's server's miss.
+      for (const uint32_t idx : fr.key_indices) {
+        if (r.key_hit_length[idx] == 0) {
+          r.key_server[idx]->countUnavailableMisses(why, 1);
+        }
+      }
+      return true;
+    }
   } else if (r.command == Command::MetaGet) {
     // A quiet mg may have had its hit before the failure (it waited for the mn behind it).
     if (r.units_received == 0) {
