@@ -175,6 +175,17 @@ class RoutesCase(IntegrationCase):
                 out[k].append(b)
         return out
 
+    def stats(self, arg=b""):
+        """The front's `stats [arg]`, parsed."""
+        with Conn(HOST, self.port) as c:
+            return parse_stats(c.request(b"stats" + (b" " + arg if arg else b"") + b"\r\n"))
+
+    def backend_field(self, pool, field):
+        """A pool's per-server counter from `stats backends`, summed over its servers."""
+        st = self.stats(b"backends")
+        return sum(int(v) for k, v in st.items()
+                   if k.startswith(pool + ":") and k.endswith(":" + field))
+
     def route_stats(self):
         """{route name: {counter: value}} from `stats routes` on the front."""
         with Conn(HOST, self.port) as c:

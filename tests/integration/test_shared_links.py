@@ -16,7 +16,7 @@ import threading
 import time
 import unittest
 
-from harness import HOST, Conn, Memcached, parse_stats, parse_values, set_cmd
+from harness import HOST, Conn, Memcached, parse_values, set_cmd
 from test_hostile import ends_with, request_within, store, trickle_reader
 from test_routes import RoutesCase, wait_until
 
@@ -38,16 +38,6 @@ class SharedLinksTest(RoutesCase):
         self.shared = shared
         # One worker: the connection counts below are per worker.
         self.start({name: shared for name in PREFIXES}, ROUTES, args=["--threads", "1"])
-
-    def stats(self, arg=b""):
-        with Conn(HOST, self.port) as c:
-            return parse_stats(c.request(b"stats" + (b" " + arg if arg else b"") + b"\r\n"))
-
-    def backend_field(self, pool, field):
-        """A pool's per-server counter from `stats backends`, summed over its servers."""
-        st = self.stats(b"backends")
-        return sum(int(v) for k, v in st.items()
-                   if k.startswith(pool + ":") and k.endswith(":" + field))
 
     def keys(self, n=10):
         # Scattered suffixes: fnv1a_64 places "u:0".."u:9" on fewer servers than random keys.

@@ -62,15 +62,14 @@ def read_reply(sock, end=b"END\r\n", timeout=10.0):
 
 class HostileCase(RoutesCase):
 
-    def stats(self, arg=b""):
-        with Conn(HOST, self.port) as c:
-            return parse_stats(c.request(b"stats" + (b" " + arg if arg else b"") + b"\r\n"))
-
-    def backend_field(self, pool, field):
-        """A pool's per-server counter from `stats backends`, summed over its servers."""
-        st = self.stats(b"backends")
-        return sum(int(v) for k, v in st.items()
-                   if k.startswith(pool + ":") and k.endswith(":" + field))
+    def memcacheds(self, n):
+        """n memcached started for this test (stopped at cleanup)."""
+        out = []
+        for _ in range(n):
+            b = Memcached()
+            self.addCleanup(b.stop)
+            out.append(b)
+        return out
 
     def fill(self, keys):
         with Conn(HOST, self.port) as c:
@@ -78,20 +77,27 @@ class HostileCase(RoutesCase):
                 self.assertEqual(c.request(set_cmd(k, b"val-" + k)), b"STORED\r\n")
 
 
-class MergedFragmentDrainTest(HostileCase):
-    """users and sessions name one memcached with equal link settings: `get u:k s:k` goes to it
-    as one fragment of users' server, s:k counted by sessions' server."""
+class TwoPoolsOneMemcachedCase(HostileCase):
+    """users and sessions name one memcached with equal link settings (timeout TIMEOUT_MS), one
+    worker: `get u:k s:k` goes to it as one fragment of users' server, s:k counted by sessions'
+    server."""
 
     ROUTES = ['prefix: "u:"\n      pool: users', 'prefix: "s:"\n      pool: sessions']
+    TIMEOUT_MS = 1000
+    POOL_EXTRA = {}  # pool keys beyond the timeout, by pool
 
     def setUp(self):
         super().setUp()
-        self.m = Memcached()
-        self.addCleanup(self.m.stop)
-        # A timeout longer than the test's freeze: the reply comes, it is not failed.
-        self.start({"users": [self.m], "sessions": [self.m]}, self.ROUTES,
-                   pool_extra={"users": {"timeout": 20000}, "sessions": {"timeout": 20000}},
+        self.m, = self.memcacheds(1)
+        extra = {p: dict({"timeout": self.TIMEOUT_MS}, **self.POOL_EXTRA.get(p, {}))
+                 for p in ("users", "sessions")}
+        self.start({"users": [self.m], "sessions": [self.m]}, self.ROUTES, pool_extra=extra,
                    args=["--threads", "1"])
+
+
+class MergedFragmentDrainTest(TwoPoolsOneMemcachedCase):
+    # A timeout longer than the test's freeze: the reply comes, it is not failed.
+    TIMEOUT_MS = 20000
 
     def merged_get_in_flight_across(self, extra, routes):
         """Sends `get u:k s:k` to a frozen memcached, reloads to `extra`/`routes` while it is in
@@ -151,11 +157,7 @@ class ReloadStormTest(HostileCase):
 
     def setUp(self):
         super().setUp()
-        self.ms = []
-        for _ in range(2):
-            b = Memcached()
-            self.addCleanup(b.stop)
-            self.ms.append(b)
+        self.ms = self.memcacheds(2)
         self.start({n: self.ms for n in self.NAMES}, self.route_list("extra"),
                    args=["--threads", "2"])
 
@@ -278,11 +280,7 @@ class FrozenSharedMemcachedTest(HostileCase):
 
     def setUp(self):
         super().setUp()
-        self.ms = []
-        for _ in range(2):
-            b = Memcached()
-            self.addCleanup(b.stop)
-            self.ms.append(b)
+        self.ms = self.memcacheds(2)
         self.start({"users": self.ms, "sessions": self.ms}, self.ROUTES,
                    pool_extra={"users": {"timeout": 300, "auto_eject_hosts": "true",
                                          "server_failure_limit": 1,
@@ -346,19 +344,11 @@ class FrozenSharedMemcachedTest(HostileCase):
         self.assertIn(u_keys[1], victim.get_many([u_keys[1]]))
 
 
-class MergedFragmentFailureTest(HostileCase):
+class MergedFragmentFailureTest(TwoPoolsOneMemcachedCase):
     """A merged fragment that fails (a frozen memcached's timeout) fails keys of both pools: each
     pool counts its own (errors, unavailable_misses), as it would with a fragment of its own."""
 
-    ROUTES = ['prefix: "u:"\n      pool: users', 'prefix: "s:"\n      pool: sessions']
-
-    def setUp(self):
-        super().setUp()
-        self.m = Memcached()
-        self.addCleanup(self.m.stop)
-        self.start({"users": [self.m], "sessions": [self.m]}, self.ROUTES,
-                   pool_extra={"users": {"timeout": 300}, "sessions": {"timeout": 300}},
-                   args=["--threads", "1"])
+    TIMEOUT_MS = 300
 
     def test_each_pool_counts_its_keys_of_a_failed_merged_fragment(self):
         self.fill([b"u:k", b"u:j", b"s:k"])
@@ -438,19 +428,10 @@ class WarmupWindowLinkChangeTest(WarmupCase):
         self.assertEqual({k: v for k, (v, _f) in got.items()}, {k: b"v-" + k for k in moved})
 
 
-class StoppedReaderTest(HostileCase):
+class StoppedReaderTest(TwoPoolsOneMemcachedCase):
     """A client that asks for 36 MB across two routes whose pools share one memcached (merged
     fragments on the shared connection) and never reads: the other clients of both pools on that
     memcached are still answered, and mcring's memory stays bounded."""
-
-    ROUTES = ['prefix: "u:"\n      pool: users', 'prefix: "s:"\n      pool: sessions']
-
-    def setUp(self):
-        super().setUp()
-        self.m = Memcached()
-        self.addCleanup(self.m.stop)
-        self.start({"users": [self.m], "sessions": [self.m]}, self.ROUTES,
-                   args=["--threads", "1"])
 
     def test_a_stopped_reader_of_merged_fragments_holds_neither_pool_for_long(self):
         big = 900000
@@ -536,20 +517,12 @@ class FailoverToASharingPoolTest(HostileCase):
         self.assertTrue(self.proxy.proc.poll() is None)
 
 
-class MustNotMergeTest(HostileCase):
+class MustNotMergeTest(TwoPoolsOneMemcachedCase):
     """Pools on one memcached whose unavailable_reads differ share its link but not a fragment:
     a failure is answered by each pool's policy."""
 
-    ROUTES = ['prefix: "u:"\n      pool: users', 'prefix: "s:"\n      pool: sessions']
-
-    def setUp(self):
-        super().setUp()
-        self.m = Memcached()
-        self.addCleanup(self.m.stop)
-        self.start({"users": [self.m], "sessions": [self.m]}, self.ROUTES,
-                   pool_extra={"users": {"unavailable_reads": "miss"},
-                               "sessions": {"unavailable_reads": "error"}},
-                   args=["--threads", "1"])
+    POOL_EXTRA = {"users": {"unavailable_reads": "miss"},
+                  "sessions": {"unavailable_reads": "error"}}
 
     def test_pools_with_different_unavailable_reads_are_not_merged(self):
         self.fill([b"u:k", b"s:k"])
