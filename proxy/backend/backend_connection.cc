@@ -155,7 +155,9 @@ void BackendConnection::onReadable() {
       link_.worker().onBackendIdle();
       return;
     }
-    InFlight& f = inflight_.front();
+    // A copy: delivering may queue more requests on this connection (a client's next request,
+    // a feature's second hop), and a RingQueue that grows moves its elements.
+    const InFlight f = inflight_.front();
     if (mustWait(*f.req)) {
       wait_bytes_ = 0;
       pause();
@@ -539,7 +541,8 @@ BackendConnection::Place BackendConnection::placeInOrder(PendingRequest& r, uint
 // A request's keys within a shared get line: memcached answers the line's keys in order, hits
 // only, then one END; a unit that matches none of the head request's remaining keys means
 // they missed, and the unit is the next request's.
-BackendConnection::Step BackendConnection::deliverShared(InFlight& f, const protocol::Reply& rep,
+BackendConnection::Step BackendConnection::deliverShared(const InFlight& f,
+                                                         const protocol::Reply& rep,
                                                          std::string_view line) {
   PendingRequest* r = f.req;
   Fragment& fr = r->fragments[f.fragment];
@@ -574,7 +577,7 @@ BackendConnection::Step BackendConnection::deliverShared(InFlight& f, const prot
   return Step::Done;
 }
 
-BackendConnection::Step BackendConnection::deliver(InFlight& f, const protocol::Reply& rep,
+BackendConnection::Step BackendConnection::deliver(const InFlight& f, const protocol::Reply& rep,
                                                    std::string_view line) {
   PendingRequest* r = f.req;
   net::Buffer& in = tcp_->input();
@@ -776,12 +779,12 @@ void BackendConnection::finish(InFlight& f) {
 }
 
 void BackendConnection::failAll(BackendFailure why) {
-  std::deque<InFlight> failed;
+  common::RingQueue<InFlight> failed;
   failed.swap(inflight_);
-  failed.insert(failed.end(), replays_.begin(), replays_.end());
+  failed.append(replays_.begin(), replays_.end());
   replays_.clear();
   replay_waits_for_ = 0;
-  failed.insert(failed.end(), held_.begin(), held_.end());  // never sent: they fail the same
+  failed.append(held_.begin(), held_.end());  // never sent: they fail the same
   held_.clear();
   held_output_.drain(held_output_.size());
   shared_command_ = {};  // its bytes went with the connection
@@ -790,7 +793,7 @@ void BackendConnection::failAll(BackendFailure why) {
   failEach(failed, why);
 }
 
-void BackendConnection::failEach(std::deque<InFlight>& failed, BackendFailure why) {
+void BackendConnection::failEach(common::RingQueue<InFlight>& failed, BackendFailure why) {
   std::string_view reply = backendFailureReply(why);
   auto& c = link_.worker().counters();
   if (!failed.empty()) {
@@ -902,15 +905,15 @@ void BackendConnection::closeUnexpectedly(BackendFailure why) {
     stats::bump(c.backend_protocol_errors);
     link_.logFailure(why, 0);
   }
-  std::deque<InFlight> owed;
+  common::RingQueue<InFlight> owed;
   owed.swap(inflight_);
   // Replays of an earlier close not sent yet had no part in this one: they keep their turn.
   // While replays waited, later requests were held, shared get line included (flushHeld).
   const bool was_holding = holding();
-  std::deque<InFlight> again;
+  common::RingQueue<InFlight> again;
   again.swap(replays_);
   replay_waits_for_ = 0;
-  std::deque<InFlight> failed;
+  common::RingQueue<InFlight> failed;
   for (size_t i = 0; i < owed.size(); ++i) {
     (replayable(owed[i], i == 0, owed.size() == 1) ? again : failed).push_back(owed[i]);
   }
@@ -925,8 +928,8 @@ void BackendConnection::closeUnexpectedly(BackendFailure why) {
       replays_.swap(again);
       sendNextReplay();
     } else {
-      failed.insert(failed.end(), again.begin(), again.end());  // the connect failure counted
-      failed.insert(failed.end(), held_.begin(), held_.end());
+      failed.append(again.begin(), again.end());  // the connect failure counted
+      failed.append(held_.begin(), held_.end());
       held_.clear();
       held_output_.drain(held_output_.size());
       shared_command_ = {};
@@ -976,7 +979,7 @@ void BackendConnection::flushHeld() {
     return;
   }
   held_output_.moveAllTo(tcp_->output());
-  inflight_.insert(inflight_.end(), held_.begin(), held_.end());
+  inflight_.append(held_.begin(), held_.end());
   held_.clear();
   updateTimeout();
 }
