@@ -178,12 +178,4 @@ void BackendLinks::abortAll(BackendFailure why) {
   }
 }
 
-size_t BackendLinks::size() {
-  size_t n = 0;
-  for (auto& [key, weak] : links_) {
-    n += weak.expired() ? 0 : 1;
-  }
-  return n;
-}
-
 }  // namespace mcring::core

@@ -103,7 +103,6 @@ class BackendLinks {
                                    const common::SocketAddress& address, LinkSettings settings);
   // Every live link's BackendLink::abortAll (the worker's shutdown, before its servers go).
   void abortAll(BackendFailure why);
-  size_t size();  // live links
 
  private:
   std::unordered_map<std::string, std::weak_ptr<BackendLink>> links_;
