@@ -425,9 +425,7 @@ void BackendConnection::sendSharedKeys(BackendServer& server, PendingRequest* r,
     shared_command_ = command;
     shared_length_ = command.size();
   }
-  for (uint32_t idx : frag.key_indices) {
-    line.arg(multigetKey(*r, idx));
-  }
+  line.args(frag.key_indices, [r](uint32_t idx) { return multigetKey(*r, idx); });
   shared_length_ += add;
   expect(server, r, fragment, Delivery::Fragment, Expect::SharedLine, add);
 }

@@ -307,9 +307,7 @@ inline size_t writeFragmentLine(net::Buffer& out, const PendingRequest& r, const
   if (r.exptime.length > 0) {
     get.arg(r.exptime.in(r.line));
   }
-  for (uint32_t idx : fr.key_indices) {
-    get.arg(multigetKey(r, idx));
-  }
+  get.args(fr.key_indices, [&r](uint32_t idx) { return multigetKey(r, idx); });
   get.end();
   return get.written();
 }

@@ -80,6 +80,14 @@ std::string_view Buffer::contiguous(size_t n) {
   return p == nullptr ? std::string_view() : std::string_view(p, n);
 }
 
+std::string_view Buffer::front() const {
+  evbuffer_iovec first;
+  if (evbuffer_peek(buf_, -1, nullptr, &first, 1) < 1) {
+    return {};
+  }
+  return {static_cast<const char*>(first.iov_base), first.iov_len};
+}
+
 char Buffer::byteAt(size_t pos) const {
   evbuffer_iovec first;
   if (evbuffer_peek(buf_, -1, nullptr, &first, 1) >= 1 && pos < first.iov_len) {
@@ -122,6 +130,11 @@ void Buffer::moveBytes(Buffer& dst, size_t n) {
       // Exactly the front chunk's bytes: evbuffer hands the chunk over.
       evbuffer_remove_buffer(buf_, dst.buf_, front.iov_len);
       n -= front.iov_len;
+    } else if (n < front.iov_len) {
+      // Within the front chunk (most values of a socket read): evbuffer copies them and moves
+      // the chunk's start in one call, as add + drain would in two.
+      evbuffer_remove_buffer(buf_, dst.buf_, n);
+      return;
     } else {
       size_t k = front.iov_len < n ? front.iov_len : n;
       evbuffer_add(dst.buf_, front.iov_base, k);

@@ -36,6 +36,9 @@ class Buffer final : public protocol::ByteSource {
   // Copies the byte at `pos` (pos < size()).
   char byteAt(size_t pos) const override;
 
+  // The first chunk's bytes, in place.
+  std::string_view front() const override;
+
   void drain(size_t n);
   // Moves the first n bytes to the end of dst. A chunk that holds at least kMoveMin bytes of
   // them moves without copying; smaller pieces are copied into dst's last chunk. Moving a

@@ -23,6 +23,10 @@ class ByteSource {
   virtual std::string_view contiguous(size_t n) = 0;
   // The byte at `pos` (pos < size()).
   virtual char byteAt(size_t pos) const = 0;
+  // The bytes at the front that are already contiguous (a socket buffer's first chunk; all of a
+  // string), possibly fewer than size(). A framer reads a unit that lies within it in place, with
+  // no further call per byte or line (the common case: one socket read holds many units).
+  virtual std::string_view front() const = 0;
 };
 
 // A ByteSource over a string_view (the bytes are not owned).
@@ -41,6 +45,7 @@ class StringSource final : public ByteSource {
   }
   std::string_view contiguous(size_t n) override { return bytes_.substr(0, n); }
   char byteAt(size_t pos) const override { return bytes_[pos]; }
+  std::string_view front() const override { return bytes_; }
 
  private:
   std::string_view bytes_;

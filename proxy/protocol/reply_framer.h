@@ -37,6 +37,8 @@ class ReplyFramer {
   ReplyFrame next(ByteSource& in, Reply& reply);
 
  private:
+  ReplyFrame unit(ByteSource& in, std::string_view head, std::string_view line, Reply& reply);
+
   ReplyParser parser_;
   size_t scanned_ = 0;  // bytes at the front already searched for "\n" without success
 };

@@ -51,6 +51,8 @@ class RequestFramer {
   void setParser(const RequestParser& parser) { parser_ = &parser; }
 
  private:
+  RequestFrame request(ByteSource& in, std::string_view head, std::string_view line, Request& req);
+
   const RequestParser* parser_;
   size_t scanned_ = 0;    // bytes at the front already searched for "\n" without success
   uint64_t discard_ = 0;  // rejected data block bytes not yet arrived

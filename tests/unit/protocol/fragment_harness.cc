@@ -28,6 +28,37 @@ bool describesArgs(Command c) {
          cls == CommandClass::MetaNoop || cls == CommandClass::Meta;
 }
 
+// The stream buffer as a socket buffer holds it: its contiguous front ends where the first piece
+// still buffered ends (a chunk per arrival), so a framer takes its in-place path for units within
+// that piece and its chunked path for units that span pieces.
+class PieceSource final : public ByteSource {
+ public:
+  PieceSource(std::string_view bytes, size_t front_end)
+      : bytes_(bytes), front_end_(front_end < bytes.size() ? front_end : bytes.size()) {}
+  size_t size() const override { return bytes_.size(); }
+  size_t findNewline(size_t from, size_t limit) const override {
+    return bytes_.findNewline(from, limit);
+  }
+  std::string_view contiguous(size_t n) override { return bytes_.contiguous(n); }
+  char byteAt(size_t pos) const override { return bytes_.byteAt(pos); }
+  std::string_view front() const override { return bytes_.front().substr(0, front_end_); }
+
+ private:
+  StringSource bytes_;
+  size_t front_end_;
+};
+
+// Where the first piece still buffered ends, relative to the buffer's start `base` (an offset in
+// the whole input).
+size_t firstPieceEnd(const std::vector<size_t>& cuts, size_t base) {
+  for (const size_t cut : cuts) {
+    if (cut > base) {
+      return cut - base;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::string escape(std::string_view bytes) {
@@ -153,12 +184,13 @@ std::vector<std::string> feedRequests(const RequestParser& parser, std::string_v
   std::string buffer;
   std::vector<std::string> out;
   size_t from = 0;
+  size_t base = 0;  // offset in `input` of buffer's first byte
   bool stopped = false;
   for (const size_t to : cuts) {
     buffer.append(input.substr(from, to - from));
     from = to;
     while (!stopped) {
-      StringSource source(buffer);
+      PieceSource source(buffer, firstPieceEnd(cuts, base));
       const RequestFrame frame = framer.next(source, req);
       if (frame.kind == RequestFrameKind::NeedMore) {
         break;
@@ -171,6 +203,7 @@ std::vector<std::string> feedRequests(const RequestParser& parser, std::string_v
         stopped = !ok && req.close;
       }
       buffer.erase(0, frame.length);
+      base += frame.length;
     }
     if (stopped) {
       break;
@@ -188,12 +221,13 @@ std::vector<std::string> feedReplies(std::string_view input, const std::vector<s
   std::string buffer;
   std::vector<std::string> out;
   size_t from = 0;
+  size_t base = 0;  // offset in `input` of buffer's first byte
   bool stopped = false;
   for (const size_t to : cuts) {
     buffer.append(input.substr(from, to - from));
     from = to;
     while (!stopped) {
-      StringSource source(buffer);
+      PieceSource source(buffer, firstPieceEnd(cuts, base));
       const ReplyFrame frame = framer.next(source, reply);
       if (frame.kind == ReplyFrameKind::NeedMore) {
         break;
@@ -203,6 +237,7 @@ std::vector<std::string> feedReplies(std::string_view input, const std::vector<s
                                   frame.length));
       stopped = !ok;
       buffer.erase(0, frame.length);
+      base += frame.length;
     }
     if (stopped) {
       break;
