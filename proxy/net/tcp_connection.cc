@@ -610,9 +610,13 @@ void TcpConnection::continueHandshake(Guard& g) {
   fail(g, CloseReason::Error, EPROTO);
 }
 
+// Plain sockets: recv/send for one piece, readv/writev for several. A socket's own calls skip
+// the file layer that readv/writev go through (import_iovec, rw_verify_area, fdget_pos: ~3% of a
+// pipeline-1 get's CPU, bench/results/perf-profile.md), and one piece is the common case (a
+// client's request, its reply, a backend's batch).
 ssize_t TcpConnection::readSocket(iovec* iov, int n) {
   if (ssl_ == nullptr) {
-    return ::readv(fd_, iov, n);
+    return n == 1 ? ::recv(fd_, iov[0].iov_base, iov[0].iov_len, 0) : ::readv(fd_, iov, n);
   }
   if (!tls_error_.empty()) {
     errno = EPROTO;
@@ -669,6 +673,14 @@ ssize_t TcpConnection::readSocket(iovec* iov, int n) {
 ssize_t TcpConnection::writeSocket(size_t want) {
   evbuffer* out = output_.raw();
   if (ssl_ == nullptr) {
+    evbuffer_iovec first;
+    if (evbuffer_peek(out, -1, nullptr, &first, 1) == 1 && first.iov_len >= want) {
+      const ssize_t r = ::send(fd_, first.iov_base, want, MSG_NOSIGNAL);
+      if (r > 0) {
+        evbuffer_drain(out, static_cast<size_t>(r));
+      }
+      return r;
+    }
     return evbuffer_write_atmost(out, fd_, static_cast<ev_ssize_t>(want));
   }
   if (!tls_error_.empty()) {
