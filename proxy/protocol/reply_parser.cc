@@ -16,6 +16,20 @@ bool parseDigits(std::string_view s, uint64_t max, uint64_t* out) {
     return false;
   }
   uint64_t v = 0;
+  if (s.size() <= 9) {
+    // Below 10^9: no overflow to check per digit (a division each; flags and lengths are short).
+    for (char c : s) {
+      if (c < '0' || c > '9') {
+        return false;
+      }
+      v = v * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (v > max) {
+      return false;
+    }
+    *out = v;
+    return true;
+  }
   for (char c : s) {
     if (c < '0' || c > '9') {
       return false;
@@ -110,6 +124,15 @@ constexpr Word kWords[] = {
 };
 
 bool classifyLine(std::string_view body, Reply& reply) {
+  // The two lines of every get reply first, by their bytes.
+  if (body.size() > 6 && std::memcmp(body.data(), "VALUE ", 6) == 0) {
+    reply.kind = ReplyKind::Value;
+    return parseValueLine(body.substr(6), reply);
+  }
+  if (body.size() == 3 && std::memcmp(body.data(), "END", 3) == 0) {
+    reply.kind = ReplyKind::End;
+    return true;
+  }
   const size_t sp = body.find(' ');
   const std::string_view head = body.substr(0, sp);
   const bool has_rest = sp != std::string_view::npos;
