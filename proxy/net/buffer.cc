@@ -151,6 +151,23 @@ void Buffer::append(std::string_view bytes) {
   added();
 }
 
+Buffer::Room Buffer::reserve(size_t n) {
+  evbuffer_iovec vec;
+  if (evbuffer_reserve_space(buf_, static_cast<ev_ssize_t>(n), &vec, 1) != 1 || vec.iov_len < n) {
+    return {};
+  }
+  return {static_cast<char*>(vec.iov_base), vec.iov_len};
+}
+
+void Buffer::commit(Room room, size_t n) {
+  evbuffer_iovec vec;
+  vec.iov_base = room.data;
+  vec.iov_len = n;
+  if (n > 0 && evbuffer_commit_space(buf_, &vec, 1) == 0) {
+    added();
+  }
+}
+
 void Buffer::copyTo(Buffer& dst, size_t offset, size_t n) const {
   evbuffer_ptr at;
   if (n == 0 || evbuffer_ptr_set(buf_, &at, offset, EVBUFFER_PTR_SET) != 0) {

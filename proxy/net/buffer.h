@@ -51,6 +51,15 @@ class Buffer final : public protocol::ByteSource {
   void moveAllTo(Buffer& dst) { moveTo(dst, size()); }
   void append(std::string_view bytes);
   void append(const char* data, size_t n) { append(std::string_view(data, n)); }
+  // Room for n more bytes at the end, contiguous: fill it, then commit(room, n) before anything
+  // else touches the buffer. Pieces from several places are copied once into place, where an
+  // append or move per piece costs a buffer call each (a multi-get's assembly in key order).
+  struct Room {
+    char* data = nullptr;
+    size_t size = 0;
+  };
+  Room reserve(size_t n);
+  void commit(Room room, size_t n);
   // Copies n bytes starting `offset` bytes from the front to the end of dst, leaving them here
   // (a route's shadow sends a copy of a request's data block; the request moves on).
   void copyTo(Buffer& dst, size_t offset, size_t n) const;

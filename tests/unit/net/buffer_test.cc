@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <string>
 
 namespace mcring::net {
@@ -93,6 +94,38 @@ TEST_CASE("hooks: each add or drain calls its hook once; reads and empty operati
   src.drain(src.size());
   CHECK(src_counts.drained == 2);
   CHECK(src.empty());
+}
+
+// front() is the first chunk only; reserve/commit add one contiguous piece after what is there;
+// moveTo within a chunk copies and leaves the rest in place.
+TEST_CASE("front, reserve and commit, and a move within the first chunk") {
+  const std::string a(Buffer::kMoveMin, 'a'), b(Buffer::kMoveMin + 5, 'b'), c = "tail";
+  Buffer src = chunked(a, b, c);
+  CHECK(src.front() == a);
+  Buffer empty;
+  CHECK(empty.front().empty());
+
+  Buffer dst;
+  dst.append("VALUE ");
+  HookCounts counts;
+  dst.setHooks(&HookCounts::onAdded, &HookCounts::onDrained, &counts);
+  const std::string piece = "k 0 1\r\nx";
+  const Buffer::Room room = dst.reserve(piece.size());
+  REQUIRE(room.data != nullptr);
+  CHECK(room.size >= piece.size());
+  std::memcpy(room.data, piece.data(), piece.size());
+  CHECK(dst.size() == 6);  // nothing counted before commit
+  dst.commit(room, piece.size());
+  CHECK(counts.added == 1);
+  CHECK(all(dst) == "VALUE k 0 1\r\nx");
+
+  src.moveTo(dst, 10);  // within a's chunk: copied
+  CHECK(src.size() == a.size() - 10 + b.size() + c.size());
+  CHECK(src.front() == a.substr(10));
+  CHECK(all(dst) == "VALUE k 0 1\r\nx" + std::string(10, 'a'));
+  src.moveTo(dst, a.size() - 10 + 3);  // the rest of a's chunk and 3 bytes of b's
+  CHECK(src.front().substr(0, b.size() - 3) == b.substr(3));  // c may share b's chunk
+  CHECK(dst.size() == 14 + a.size() + 3);
 }
 
 }  // namespace
