@@ -19,7 +19,7 @@ both runs (bench/results/watch.md).
 memtier's key prefix for every target (`memtier:` has the length of memtier's own `memtier-` and
 puts every key under one `stats detail` prefix).
 
-usage: instructions.py [--requests N] [--routes N] [--out DIR] [--detail-on NAME] [--key-prefix P] NAME=BINARY[:routes|:shared-routes|:disjoint-routes|:watch] ...
+usage: instructions.py [--requests N] [--routes N] [--workloads mt-mix,mt-mget,mt-p16] [--out DIR] [--detail-on NAME] [--key-prefix P] NAME=BINARY[:routes|:shared-routes|:disjoint-routes|:watch] ...
 """
 
 import argparse
@@ -37,7 +37,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import compare  # noqa: E402
 import launch  # noqa: E402
 
-WORKLOADS = {"mt-mix": [], "mt-mget": ["--multi-key-get=10"]}
+ALL_WORKLOADS = {"mt-mix": [], "mt-mget": ["--multi-key-get=10"], "mt-p16": ["--pipeline=16"]}
+WORKLOADS = {}  # --workloads picks from ALL_WORKLOADS
 
 
 KEY_PREFIX = []  # --key-prefix: memtier's own ("memtier-") unless given
@@ -75,6 +76,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--requests", type=int, default=200, help="per connection (50 connections)")
     p.add_argument("--routes", type=int, default=3)
+    p.add_argument("--workloads", default="mt-mix,mt-mget",
+                   help="comma-separated, of " + ",".join(ALL_WORKLOADS))
     p.add_argument("--out", help="keep the configs, logs, memtier JSON and callgrind dumps in DIR")
     p.add_argument("--detail-on", action="append", default=[], metavar="NAME",
                    help="send `stats detail on` to this target before measuring (repeatable)")
@@ -83,6 +86,10 @@ def main():
     p.add_argument("targets", nargs="+",
                    metavar="NAME=BINARY[:routes|:shared-routes|:disjoint-routes|:watch]")
     a = p.parse_args()
+    for w in a.workloads.split(","):
+        if w not in ALL_WORKLOADS:
+            sys.exit("instructions.py: unknown workload %s" % w)
+        WORKLOADS[w] = ALL_WORKLOADS[w]
     if a.key_prefix:
         KEY_PREFIX.append("--key-prefix=" + a.key_prefix)
     targets = []
