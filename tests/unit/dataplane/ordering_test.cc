@@ -124,6 +124,40 @@ TEST_CASE("a multi-get whose held units are large is reassembled in key order to
   }
 }
 
+// Units framed across reads: the client's line split, the backends' units a byte at a time
+// or split inside a unit, so the framers take their chunked path and a fragment's held units may
+// span chunks; the reply is the same.
+TEST_CASE("a multi-get framed across reads is reassembled in key order") {
+  for (const int how : {0, 1, 2}) {
+    CAPTURE(how);
+    FakeBackend b0, b1;
+    DataPlane dp({&b0, &b1});
+    auto client = dp.connect();
+    const std::string A1 = dp.keyOn(0, "w", 0), A2 = dp.keyOn(0, "w", 1);
+    const std::string B1 = dp.keyOn(1, "w", 0), B2 = dp.keyOn(1, "w", 1);
+    const std::string request = "get " + A1 + " " + B1 + " " + A2 + " " + B2 + "\r\n";
+    REQUIRE((how == 0 ? client.sendSplit(request, 7) : client.send(request)));
+    CHECK(b0.expect("get " + A1 + " " + A2 + "\r\n") == "get " + A1 + " " + A2 + "\r\n");
+    CHECK(b1.expect("get " + B1 + " " + B2 + "\r\n") == "get " + B1 + " " + B2 + "\r\n");
+    const std::string a = valueUnit(A1, "first of a") + valueUnit(A2, std::string(300, 'x'));
+    const std::string b = valueUnit(B1, "b1") + valueUnit(B2, "b2\r\nEND\r\n");
+    if (how == 1) {
+      REQUIRE(b0.sendBytewise(a + "END\r\n", 50));
+      REQUIRE(b1.sendBytewise(b + "END\r\n", 50));
+    } else {
+      // Split inside a VALUE line, then inside a data block.
+      REQUIRE(b0.sendSplit(a + "END\r\n", 9));
+      REQUIRE(b1.sendSplit(b + "END\r\n", b.size() - 6));
+    }
+    const std::string want = valueUnit(A1, "first of a") + valueUnit(B1, "b1") +
+                             valueUnit(A2, std::string(300, 'x')) +
+                             valueUnit(B2, "b2\r\nEND\r\n") + "END\r\n";
+    CHECK(client.read(want.size()) == want);
+    CHECK(client.silentFor(5));
+    CHECK(dp.counters().get_hits.load() == 4);
+  }
+}
+
 TEST_CASE("a multi-get with one failed fragment answers one SERVER_ERROR, nothing else") {
   FakeBackend b0, b1;
   DataPlane dp({&b0, &b1});
