@@ -1,8 +1,6 @@
 // ReplyFramer: line search, the line limit and data block checks over a ByteSource.
 #include "proxy/protocol/reply_framer.h"
 
-#include <cstring>
-
 namespace mcring::protocol {
 
 ReplyFrame ReplyFramer::next(ByteSource& in, Reply& reply) {
@@ -10,13 +8,9 @@ ReplyFrame ReplyFramer::next(ByteSource& in, Reply& reply) {
   // per byte or line (most units of a socket read; bench/results/perf-profile.md). The same
   // first '\n' the search below would find, so both paths frame alike.
   const std::string_view head = in.front();
-  const size_t reach = head.size() < ReplyParser::kMaxLine ? head.size() : ReplyParser::kMaxLine;
-  if (scanned_ < reach) {
-    const void* hit = std::memchr(head.data() + scanned_, '\n', reach - scanned_);
-    if (hit != nullptr) {
-      const size_t nl = static_cast<size_t>(static_cast<const char*>(hit) - head.data());
-      return unit(in, head, head.substr(0, nl + 1), reply);
-    }
+  if (const size_t nl = StringSource(head).findNewline(scanned_, ReplyParser::kMaxLine);
+      nl != ByteSource::npos) {
+    return unit(in, head, head.substr(0, nl + 1), reply);
   }
   const size_t avail = in.size();
   if (avail == 0) {

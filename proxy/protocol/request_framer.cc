@@ -2,7 +2,6 @@
 #include "proxy/protocol/request_framer.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace mcring::protocol {
 
@@ -17,13 +16,9 @@ RequestFrame RequestFramer::next(ByteSource& in, Request& req) {
   // The line within the source's contiguous front, found in place (the common case); the same
   // first '\n' the search below would find.
   const std::string_view head = in.front();
-  const size_t reach = std::min(head.size(), long_limit + 1);
-  if (scanned_ < reach) {
-    const void* hit = std::memchr(head.data() + scanned_, '\n', reach - scanned_);
-    if (hit != nullptr) {
-      const size_t nl = static_cast<size_t>(static_cast<const char*>(hit) - head.data());
-      return request(in, head, head.substr(0, nl + 1), req);
-    }
+  if (const size_t nl = StringSource(head).findNewline(scanned_, long_limit + 1);
+      nl != ByteSource::npos) {
+    return request(in, head, head.substr(0, nl + 1), req);
   }
   const size_t avail = in.size();
   if (avail == 0) {
