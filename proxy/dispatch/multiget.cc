@@ -2,6 +2,7 @@
 #include "proxy/dispatch/multiget.h"
 
 #include <cstring>
+#include <optional>
 
 #include "proxy/protocol/reply_lines.h"
 
@@ -11,19 +12,18 @@ namespace {
 // The common assembly in one copy per unit: where every fragment's held units lie in its buffer's
 // first chunk and the reply is small, they are copied in key order into one reservation of the
 // reply, END included, and each fragment's buffer is drained once; a buffer move per key costs
-// ~340 instructions (bench/results/perf-profile.md). Returns the hits, or -1 having done nothing
-// (units spanning chunks, many fragments, a large reply, units already in r.reply).
-int64_t gatherHeld(PendingRequest& r) {
+// ~340 instructions (bench/results/perf-profile.md). Returns the hits, or nothing having done
+// nothing (units spanning chunks, many fragments, a large reply, units already in r.reply).
+std::optional<uint32_t> gatherHeld(PendingRequest& r) {
   static constexpr uint32_t kMaxFragments = 16;
   static constexpr uint64_t kMaxGather = 64 * 1024;  // larger replies move whole chunks instead
   if (r.fragment_count > kMaxFragments) {
-    return -1;
+    return std::nullopt;
   }
-  std::string_view held[kMaxFragments];
-  size_t taken[kMaxFragments] = {};
-  bool viewed[kMaxFragments] = {};
+  std::string_view held[kMaxFragments];  // a fragment's first chunk, viewed at its first unit
+  size_t taken[kMaxFragments] = {};      // bytes of its units in the reply
   uint64_t total = 0;
-  int64_t hits = 0;
+  uint32_t hits = 0;
   for (uint32_t i = 0; i < r.key_count; ++i) {
     const uint64_t n = r.key_hit_length[i];
     if (n == 0) {
@@ -36,25 +36,24 @@ int64_t gatherHeld(PendingRequest& r) {
     const uint32_t f = r.key_fragment[i];
     Fragment& fr = r.fragments[f];
     if (&multigetValueSink(r, fr) == &r.reply) {
-      return -1;
+      return std::nullopt;
     }
-    if (!viewed[f]) {
+    if (taken[f] == 0) {
       held[f] = fr.values.front();
-      viewed[f] = true;
     }
     if (taken[f] + n > held[f].size()) {
-      return -1;
+      return std::nullopt;
     }
     taken[f] += n;
     total += n;
   }
   const size_t size = total + protocol::kEndLine.size();
   if (size > kMaxGather) {
-    return -1;
+    return std::nullopt;
   }
   const net::Buffer::Room room = r.reply.reserve(size);
   if (room.data == nullptr) {
-    return -1;
+    return std::nullopt;
   }
   char* at = room.data;
   size_t from[kMaxFragments] = {};
@@ -70,9 +69,7 @@ int64_t gatherHeld(PendingRequest& r) {
   std::memcpy(at, protocol::kEndLine.data(), protocol::kEndLine.size());
   r.reply.commit(room, size);
   for (uint32_t f = 0; f < r.fragment_count; ++f) {
-    if (viewed[f]) {
-      r.fragments[f].values.drain(taken[f]);
-    }
+    r.fragments[f].values.drain(taken[f]);  // nothing for a fragment with no unit here
   }
   return hits;
 }
@@ -85,8 +82,8 @@ void assembleMultiget(PendingRequest& r, stats::WorkerCounters& counters) {
     r.reply.append(r.error_line);
     return;
   }
-  if (const int64_t hits = gatherHeld(r); hits >= 0) {
-    stats::bump(counters.get_misses, r.key_count - static_cast<uint64_t>(hits));
+  if (const std::optional<uint32_t> hits = gatherHeld(r)) {
+    stats::bump(counters.get_misses, r.key_count - *hits);
     return;
   }
   // Within a fragment, VALUE units arrived in the order its keys were sent, which is the

@@ -15,30 +15,22 @@ bool parseDigits(std::string_view s, uint64_t max, uint64_t* out) {
   if (s.empty() || s.size() > 20) {
     return false;
   }
+  // Below 10^9 no digit can overflow, so only longer numbers pay the check (a division per
+  // digit; flags and lengths are short).
+  const bool may_overflow = s.size() > 9;
   uint64_t v = 0;
-  if (s.size() <= 9) {
-    // Below 10^9: no overflow to check per digit (a division each; flags and lengths are short).
-    for (char c : s) {
-      if (c < '0' || c > '9') {
-        return false;
-      }
-      v = v * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (v > max) {
-      return false;
-    }
-    *out = v;
-    return true;
-  }
   for (char c : s) {
     if (c < '0' || c > '9') {
       return false;
     }
     const uint64_t d = static_cast<uint64_t>(c - '0');
-    if (v > (max - d) / 10) {
+    if (may_overflow && v > (max - d) / 10) {
       return false;
     }
     v = v * 10 + d;
+  }
+  if (v > max) {
+    return false;
   }
   *out = v;
   return true;
@@ -124,12 +116,12 @@ constexpr Word kWords[] = {
 };
 
 bool classifyLine(std::string_view body, Reply& reply) {
-  // The two lines of every get reply first, by their bytes.
-  if (body.size() > 6 && std::memcmp(body.data(), "VALUE ", 6) == 0) {
+  // The two lines of every get reply first, by their bytes (a bare "VALUE" is no word below).
+  if (body.starts_with("VALUE ")) {
     reply.kind = ReplyKind::Value;
     return parseValueLine(body.substr(6), reply);
   }
-  if (body.size() == 3 && std::memcmp(body.data(), "END", 3) == 0) {
+  if (body == "END") {
     reply.kind = ReplyKind::End;
     return true;
   }
@@ -138,10 +130,6 @@ bool classifyLine(std::string_view body, Reply& reply) {
   const bool has_rest = sp != std::string_view::npos;
   const std::string_view rest = has_rest ? body.substr(sp + 1) : std::string_view();
 
-  if (head == "VALUE") {
-    reply.kind = ReplyKind::Value;
-    return has_rest && parseValueLine(rest, reply);
-  }
   if (head == "VA") {
     reply.kind = ReplyKind::MetaValue;
     if (!has_rest) {
