@@ -26,7 +26,7 @@ RUN cmake -S . -B /tmp/build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_INSTALL_P
 # ---- runtime ------------------------------------------------------------------------------------
 FROM debian:12-slim AS runtime
 RUN apt-get update \
- && apt-get install -y --no-install-recommends libc6 libgcc-s1 libstdc++6 libssl3 libmd0 libxxhash0 libyaml-cpp0.7 libevent-core-2.1-7 libevent-extra-2.1-7 libevent-pthreads-2.1-7 \
+ && apt-get install -y --no-install-recommends libc6 libgcc-s1 libstdc++6 libssl3 libmd0 libxxhash0 libyaml-cpp0.7 libevent-core-2.1-7 libevent-extra-2.1-7 libevent-pthreads-2.1-7 liburing2 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 10001 mcring \
  && useradd --system --uid 10001 --gid mcring --no-create-home --home-dir /nonexistent \

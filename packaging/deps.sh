@@ -4,7 +4,7 @@
 set -euo pipefail
 
 build_pkgs=(cmake make g++ pkg-config libevent-dev libxxhash-dev libyaml-cpp-dev doctest-dev
-            libmd-dev libssl-dev libbenchmark-dev)
+            libmd-dev libssl-dev libbenchmark-dev liburing-dev)
 build_pkgs+=(go-md2man dpkg-dev file)  # make package: man page, dpkg-shlibdeps (CPack DEB)
 test_pkgs=(memcached clang-format libmemcached-tools python3 python3-pymemcache python3-pylibmc php-cli php-memcached php-memcache ruby ruby-dalli nodejs netcat-openbsd prometheus clang-14
            libclang-rt-14-dev)

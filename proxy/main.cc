@@ -58,6 +58,8 @@ void usage(FILE* out) {
                "      --threads N         worker threads (default: half the cores, at least 1)\n"
                "      --shutdown-grace MS time to finish in-flight requests on SIGTERM\n"
                "                          (default: 10000)\n"
+               "      --no-io-uring       write each connection with its own send() instead of\n"
+               "                          one io_uring submission per loop pass\n"
                "      --backend-stats-interval S  read each backend's own stats (items, bytes,\n"
                "                          evictions) every S seconds (default: 10; 0: never)\n"
                "  -V, --version           print the version and exit\n"
@@ -155,6 +157,7 @@ int main(int argc, char** argv) {
                                     {"threads", required_argument, nullptr, 'T'},
                                     {"shutdown-grace", required_argument, nullptr, 'G'},
                                     {"backend-stats-interval", required_argument, nullptr, 'B'},
+                                    {"no-io-uring", no_argument, nullptr, 'U'},
                                     {"admin-token-file", required_argument, nullptr, 'K'},
                                     {"admin-allowed-hosts", required_argument, nullptr, 'H'},
                                     {"version", no_argument, nullptr, 'V'},
@@ -207,6 +210,9 @@ int main(int argc, char** argv) {
       }
       case 'T':
         options.threads = std::atoi(optarg);
+        break;
+      case 'U':
+        options.io_uring = false;
         break;
       case 'B':
         options.backend_stats_interval_s = static_cast<uint32_t>(std::strtoul(optarg, nullptr, 10));

@@ -175,7 +175,7 @@ grep -q '^ /etc/mcring/mcring.yml [0-9a-f]\{32\}' <<<"$conffiles" ||
 step "dependencies (dpkg-shlibdeps)"
 depends=$(dpkg-query -W -f='${Depends}' mcring)
 echo "$depends"
-for lib in libc6 libstdc++6 libevent-core-2.1-7 libyaml-cpp; do
+for lib in libc6 libstdc++6 libevent-core-2.1-7 libyaml-cpp liburing2; do
   grep -q "$lib" <<<"$depends" || fail "Depends lacks $lib: shlibdeps did not run?"
 done
 

@@ -131,6 +131,17 @@ bool Proxy::start() {
     reporter_.addClients(&w.clients());
     lists.push_back(&w.backendStats());
   }
+  std::string sends = "one send() per connection (--no-io-uring)";
+  if (options_.io_uring) {
+    std::string why;
+    for (auto& w : workers_) {
+      if (!w->loop().enableSendBatching(&why)) {
+        sends = "one send() per connection: io_uring refused (" + why + ")";
+        break;
+      }
+      sends = "one io_uring submission per loop pass";
+    }
+  }
   poller_ = std::make_unique<BackendPoller>(loop_, options_.backend_stats_interval_s);
   poller_->setTopology(topology_, tls_);
   monitor_ = std::make_unique<MembershipMonitor>(loop_, lists);
@@ -215,8 +226,8 @@ bool Proxy::start() {
                std::string(routing::hashFunctionName(pool->config.routing.hash)).c_str());
   }
   inherited_.closeUnused();
-  MCRING_LOG(Notice, "mcring started: %d worker thread(s), config %s", threads,
-             options_.config_path.c_str());
+  MCRING_LOG(Notice, "mcring started: %d worker thread(s), config %s; writes: %s", threads,
+             options_.config_path.c_str(), sends.c_str());
   return true;
 }
 

@@ -13,6 +13,7 @@
 
 #include "proxy/net/chunk_pool.h"
 #include "proxy/net/libevent_log.h"
+#include "proxy/net/send_batch.h"
 #include "proxy/net/tcp_connection.h"
 
 namespace mcring::net {
@@ -54,6 +55,7 @@ EventLoop::EventLoop() {
 }
 
 EventLoop::~EventLoop() {
+  send_batch_.reset();
   event_free(flush_);
   event_free(wakeup_);
   ::close(wakeup_fd_);
@@ -129,19 +131,77 @@ void EventLoop::cancelFlush(TcpConnection* conn) {
   }
 }
 
+bool EventLoop::enableSendBatching(std::string* why) {
+  if (SendBatch::open(why) == nullptr) {
+    return false;
+  }
+  batch_sends_ = true;
+  return true;
+}
+
+void EventLoop::cancelBatchedSend(TcpConnection* conn) {
+  for (auto& c : batched_) {
+    if (c == conn) {
+      c = nullptr;
+      return;
+    }
+  }
+}
+
+void EventLoop::sendBatched(size_t from, size_t to) {
+  if (send_batch_ == nullptr) {
+    send_batch_ = SendBatch::open(nullptr);
+    if (send_batch_ == nullptr) {
+      batch_sends_ = false;  // refused on this thread after all: one send() each
+      return;
+    }
+  }
+  SendBatch& batch = *send_batch_;
+  for (size_t i = from; i < to && !batch.full(); ++i) {
+    TcpConnection* c = flush_queue_[i];
+    if (c != nullptr && c->prepareBatchedSend(batch)) {
+      flush_queue_[i] = nullptr;
+      batched_.push_back(c);
+    }
+  }
+  batched_sends_ += batch.size();
+  batch.run();
+  // A result's handler may destroy connections later in the batch (they leave a null) or
+  // queue more output (written in this pass, after the batch).
+  for (size_t k = 0; k < batched_.size(); ++k) {
+    TcpConnection* c = batched_[k];
+    if (c != nullptr) {
+      batched_[k] = nullptr;
+      c->completeBatchedSend(batch.results()[k]);
+    }
+  }
+  batched_.clear();
+  if (!batch.usable()) {
+    send_batch_.reset();
+    batch_sends_ = false;
+  }
+}
+
 void EventLoop::onFlush(int, short, void* arg) {
   auto* self = static_cast<EventLoop*>(arg);
+  std::vector<TcpConnection*>& queue = self->flush_queue_;
   // Connections queued while flushing (a write callback produced output elsewhere) are
-  // written in this same pass.
-  for (size_t i = 0; i < self->flush_queue_.size(); ++i) {
-    TcpConnection* c = self->flush_queue_[i];
-    if (c == nullptr) {
-      continue;
+  // written in this same pass. One connection alone gains nothing from a submission.
+  size_t i = 0;
+  while (i < queue.size()) {
+    const size_t end = queue.size();
+    if (self->batch_sends_ && end - i >= 2) {
+      self->sendBatched(i, end);
     }
-    self->flush_queue_[i] = nullptr;
-    c->flushQueued();
+    for (; i < end; ++i) {
+      TcpConnection* c = queue[i];
+      if (c != nullptr) {
+        queue[i] = nullptr;
+        c->flushQueued();
+      }
+    }
   }
-  self->flush_queue_.clear();
+  queue.clear();
   self->flush_active_ = false;
 }
 

@@ -3,7 +3,9 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -13,6 +15,7 @@ struct event;
 namespace mcring::net {
 
 class TcpConnection;
+class SendBatch;
 
 class EventLoop {
  public:
@@ -32,12 +35,23 @@ class EventLoop {
 
   event_base* raw() const { return base_; }
 
+  // Writes the connections with output at the end of a pass with one io_uring submission
+  // (send_batch.h) instead of a send() each. Checks now that the kernel allows io_uring; false,
+  // with *why, if not (nothing changes). Call before run(), from any thread: the ring is made
+  // by the loop's own thread on its first pass.
+  bool enableSendBatching(std::string* why);
+  // Sends this loop made through its batches (their results included failures). Loop thread.
+  uint64_t batchedSends() const { return batched_sends_; }
+
  private:
   friend class TcpConnection;
   // Connections whose output got bytes during the current batch of callbacks: written once the
   // batch is over (one writev per connection per batch, no EPOLLOUT round trip).
   void scheduleFlush(TcpConnection* conn);
   void cancelFlush(TcpConnection* conn);
+  void cancelBatchedSend(TcpConnection* conn);
+  // Sends flush_queue_[from, to) that can go in one submission; leaves the others queued.
+  void sendBatched(size_t from, size_t to);
   static void onFlush(int, short, void* arg);
   static void onPosted(int, short, void* arg);
 
@@ -49,6 +63,10 @@ class EventLoop {
   event* flush_ = nullptr;
   bool flush_active_ = false;
   std::vector<TcpConnection*> flush_queue_;
+  bool batch_sends_ = false;
+  std::unique_ptr<SendBatch> send_batch_;  // made on the loop's thread (a single issuer)
+  std::vector<TcpConnection*> batched_;    // in send_batch_'s order; null once destroyed
+  uint64_t batched_sends_ = 0;
   std::atomic<std::thread::id> owner_{};
   std::mutex mutex_;
   std::vector<std::function<void()>> posted_;

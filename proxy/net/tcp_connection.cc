@@ -37,6 +37,7 @@
 #include <cstring>
 #include <string>
 
+#include "proxy/net/send_batch.h"
 #include "proxy/net/unix_socket_file.h"
 
 namespace mcring::net {
@@ -121,6 +122,10 @@ void TcpConnection::close() {
     if (flush_queued_) {
       loop_->cancelFlush(this);
       flush_queued_ = false;
+    }
+    if (in_send_batch_) {
+      loop_->cancelBatchedSend(this);
+      in_send_batch_ = false;
     }
     output_.setHooks(nullptr, nullptr, nullptr);
     input_.setHooks(nullptr, nullptr, nullptr);
@@ -387,6 +392,58 @@ void TcpConnection::flushQueued() {
   }
   Guard g(this);
   writeOutput(g, false);
+}
+
+bool TcpConnection::prepareBatchedSend(SendBatch& batch) {
+  if (fd_ < 0 || !write_enabled_ || connecting_ || write_armed_ || ssl_ != nullptr) {
+    return false;
+  }
+  if (handler_ != nullptr) {
+    in_before_write_ = true;
+    handler_->onBeforeWrite();
+    in_before_write_ = false;
+  }
+  evbuffer* out = output_.raw();
+  const size_t len = evbuffer_get_length(out);
+  if (len == 0) {
+    return false;
+  }
+  const size_t want = std::min(len, kMaxWritePerEvent);
+  static_assert(SendBatch::kMaxPieces <= 16);
+  evbuffer_iovec vec[SendBatch::kMaxPieces];
+  const int n = std::min(
+      evbuffer_peek(out, static_cast<ev_ssize_t>(want), nullptr, vec, SendBatch::kMaxPieces),
+      SendBatch::kMaxPieces);
+  iovec* iov = batch.pieces();
+  size_t room = want;
+  int k = 0;
+  for (; k < n && room > 0; ++k) {
+    iov[k].iov_base = vec[k].iov_base;
+    iov[k].iov_len = std::min(vec[k].iov_len, room);
+    room -= iov[k].iov_len;
+  }
+  batch.add(fd_, k);
+  flush_queued_ = false;
+  in_send_batch_ = true;
+  return true;
+}
+
+void TcpConnection::completeBatchedSend(int result) {
+  in_send_batch_ = false;
+  Guard g(this);
+  evbuffer* out = output_.raw();
+  if (result > 0) {
+    evbuffer_drain(out, static_cast<size_t>(result));
+    if (evbuffer_get_length(out) == 0) {
+      afterWrite(g, static_cast<size_t>(result), false);
+      return;
+    }
+  }
+  // Bytes left, the socket full or failed: the plain path sees it again (and arms EV_WRITE,
+  // writes what the pieces did not cover, or reports the error).
+  if (fd_ >= 0 && write_enabled_ && !write_armed_) {
+    writeOutput(g, false);
+  }
 }
 
 void TcpConnection::onHandshakeDeadline(int, short, void* arg) {
@@ -815,6 +872,11 @@ bool TcpConnection::writeOutput(Guard& g, bool after_connect) {
     fail(g, CloseReason::Error, error);
     return false;
   }
+  return afterWrite(g, written, after_connect);
+}
+
+bool TcpConnection::afterWrite(Guard& g, size_t written, bool after_connect) {
+  evbuffer* out = output_.raw();
   // Bytes left (socket full, or the per-event bound reached): wait for EPOLLOUT.
   // (Not while TLS waits for a read: the socket is writable, SSL_write would only say so again.)
   setWriteArmed(evbuffer_get_length(out) > 0 && !write_wants_read_);

@@ -131,6 +131,9 @@ class TcpConnection {
   // Writes what it can of the output (bounded); arms EV_WRITE if bytes remain. Returns false if
   // the connection was closed or destroyed meanwhile (then `this` must not be touched).
   bool writeOutput(Guard& g, bool after_connect);
+  // After writing `written` bytes: arms EV_WRITE while bytes remain, tells the handler when the
+  // output fell to its low watermark. Same return as writeOutput.
+  bool afterWrite(Guard& g, size_t written, bool after_connect);
   // The socket I/O, plain or through OpenSSL. Both return bytes moved, 0 at EOF (reads), or -1
   // with errno set (EAGAIN when the socket, or TLS, must wait).
   ssize_t readSocket(iovec* iov, int n);
@@ -142,6 +145,11 @@ class TcpConnection {
   void noteTlsFailure(int ssl_error);
   // Called by the loop at the end of a batch of callbacks.
   void flushQueued();
+  // The loop's batched flush (send_batch.h), in place of flushQueued: queues a send of the
+  // output's first pieces on `batch`; false if this connection writes by itself (TLS, not
+  // writable now, nothing to write). completeBatchedSend takes the send's result.
+  bool prepareBatchedSend(SendBatch& batch);
+  void completeBatchedSend(int result);
   void fail(Guard& g, CloseReason reason, int error);
   void updateReadEvent();
   void setWriteArmed(bool on);
@@ -171,6 +179,7 @@ class TcpConnection {
   bool connecting_ = false;
   bool flush_queued_ = false;
   bool in_before_write_ = false;  // bytes added by onBeforeWrite are written by this write
+  bool in_send_batch_ = false;    // prepared on the loop's SendBatch, result not yet taken
   // TLS: ssl_ is null on a plaintext connection.
   ssl_st* ssl_ = nullptr;
   // The last SSL_read wanted more bytes from the socket: what OpenSSL buffers is incomplete.

@@ -1,0 +1,58 @@
+// The writes of one loop pass, submitted to the kernel together: one io_uring_enter for every
+// connection with output, instead of one send() each. On loopback most of a proxy's CPU is the
+// kernel's, and a system call's entry and exit are paid per call (bench/results/perf-profile.md,
+// section 6).
+#pragma once
+
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+struct io_uring;
+
+namespace mcring::net {
+
+class SendBatch {
+ public:
+  // Pieces of one connection's output a send takes at most (the rest waits for the next one).
+  static constexpr int kMaxPieces = 8;
+  // Sends per submission.
+  static constexpr unsigned kEntries = 256;
+
+  // nullptr, with *why set, when the kernel refuses io_uring (too old, io_uring_disabled, or a
+  // seccomp filter such as a container runtime's): the caller sends one call at a time.
+  static std::unique_ptr<SendBatch> open(std::string* why);
+  ~SendBatch();
+  SendBatch(const SendBatch&) = delete;
+  SendBatch& operator=(const SendBatch&) = delete;
+
+  // False once the ring broke and could not be made again: send one call at a time.
+  bool usable() const { return ring_ != nullptr; }
+  bool full() const { return count_ == kEntries; }
+  size_t size() const { return count_; }
+  // The next send's pieces: fill up to kMaxPieces, then add() with how many.
+  iovec* pieces() { return &iov_[count_ * kMaxPieces]; }
+  // Queues a non-blocking send of the pieces() just filled on fd.
+  void add(int fd, int pieces);
+  // Submits the queued sends and waits for all of them: on a non-blocking socket each completes
+  // in the submitting call, with what it sent or -errno (-EAGAIN: the socket is full).
+  // results()[i] is the i-th add()'s; the batch is then empty for the next pass.
+  void run();
+  const std::vector<int>& results() const { return results_; }
+
+ private:
+  SendBatch() = default;
+
+  std::unique_ptr<io_uring> ring_;
+  size_t count_ = 0;
+  std::vector<iovec> iov_;
+  std::vector<msghdr> msgs_;
+  std::vector<int> results_;
+};
+
+}  // namespace mcring::net
