@@ -131,15 +131,15 @@ bool Proxy::start() {
     reporter_.addClients(&w.clients());
     lists.push_back(&w.backendStats());
   }
-  std::string sends = "one send() per connection (--no-io-uring)";
+  std::string sends = "a recv()/send() per connection (--no-io-uring)";
   if (options_.io_uring) {
     std::string why;
     for (auto& w : workers_) {
-      if (!w->loop().enableSendBatching(&why)) {
-        sends = "one send() per connection: io_uring refused (" + why + ")";
+      if (!w->loop().enableIoBatching(&why)) {
+        sends = "a recv()/send() per connection: io_uring refused (" + why + ")";
         break;
       }
-      sends = "one io_uring submission per loop pass";
+      sends = "one io_uring submission for a loop pass's reads, one for its writes";
     }
   }
   poller_ = std::make_unique<BackendPoller>(loop_, options_.backend_stats_interval_s);
@@ -226,7 +226,7 @@ bool Proxy::start() {
                std::string(routing::hashFunctionName(pool->config.routing.hash)).c_str());
   }
   inherited_.closeUnused();
-  MCRING_LOG(Notice, "mcring started: %d worker thread(s), config %s; writes: %s", threads,
+  MCRING_LOG(Notice, "mcring started: %d worker thread(s), config %s; socket I/O: %s", threads,
              options_.config_path.c_str(), sends.c_str());
   return true;
 }

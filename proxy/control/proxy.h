@@ -49,8 +49,9 @@ struct ProxyOptions {
   // Further Host names mutating admin requests may use ("name" or "name:port").
   std::vector<std::string> admin_allowed_hosts;
   uint32_t backend_stats_interval_s = 10;  // how often backends' own `stats` are read; 0: never
-  // Each worker writes a loop pass's output with one io_uring submission where the kernel allows
-  // it (net/send_batch.h); false: one send() per connection (--no-io-uring).
+  // Each worker reads a loop pass's readable sockets, and writes its output, with one io_uring
+  // submission each where the kernel allows it (net/io_batch.h); false: a recv()/send() per
+  // connection (--no-io-uring).
   bool io_uring = true;
   // What SIGUSR2 executes: the binary's path as resolved at start (a file replaced at that path
   // since is what runs) and the command line, argv[0] included.

@@ -12,8 +12,8 @@
 #include <cstring>
 
 #include "proxy/net/chunk_pool.h"
+#include "proxy/net/io_batch.h"
 #include "proxy/net/libevent_log.h"
-#include "proxy/net/send_batch.h"
 #include "proxy/net/tcp_connection.h"
 
 namespace mcring::net {
@@ -52,10 +52,14 @@ EventLoop::EventLoop() {
   // Never added: activated when a connection has output to write; it runs after the events
   // already active in this iteration (same priority, queued behind them).
   flush_ = event_new(base_, -1, 0, &EventLoop::onFlush, this);
+  // Likewise, activated by the first plain socket found readable in a pass: it runs after the
+  // pass's readiness callbacks, and before the flush its reads lead to.
+  read_batch_ = event_new(base_, -1, 0, &EventLoop::onReadBatch, this);
 }
 
 EventLoop::~EventLoop() {
-  send_batch_.reset();
+  batch_.reset();
+  event_free(read_batch_);
   event_free(flush_);
   event_free(wakeup_);
   ::close(wakeup_fd_);
@@ -131,11 +135,22 @@ void EventLoop::cancelFlush(TcpConnection* conn) {
   }
 }
 
-bool EventLoop::enableSendBatching(std::string* why) {
-  if (SendBatch::open(why) == nullptr) {
+bool EventLoop::enableIoBatching(std::string* why) {
+  if (IoBatch::open(why) == nullptr) {
     return false;
   }
-  batch_sends_ = true;
+  batch_io_ = true;
+  return true;
+}
+
+bool EventLoop::haveBatch() {
+  if (batch_ == nullptr) {
+    batch_ = IoBatch::open(nullptr);
+    if (batch_ == nullptr) {
+      batch_io_ = false;  // refused on this thread after all: a call per connection
+      return false;
+    }
+  }
   return true;
 }
 
@@ -149,14 +164,10 @@ void EventLoop::cancelBatchedSend(TcpConnection* conn) {
 }
 
 void EventLoop::sendBatched(size_t from, size_t to) {
-  if (send_batch_ == nullptr) {
-    send_batch_ = SendBatch::open(nullptr);
-    if (send_batch_ == nullptr) {
-      batch_sends_ = false;  // refused on this thread after all: one send() each
-      return;
-    }
+  if (!haveBatch()) {
+    return;
   }
-  SendBatch& batch = *send_batch_;
+  IoBatch& batch = *batch_;
   for (size_t i = from; i < to && !batch.full(); ++i) {
     TcpConnection* c = flush_queue_[i];
     if (c != nullptr && c->prepareBatchedSend(batch)) {
@@ -176,10 +187,78 @@ void EventLoop::sendBatched(size_t from, size_t to) {
     }
   }
   batched_.clear();
-  if (!batch.usable()) {
-    send_batch_.reset();
-    batch_sends_ = false;
+  dropBrokenBatch();
+}
+
+void EventLoop::dropBrokenBatch() {
+  if (!batch_->usable()) {
+    batch_.reset();
+    batch_io_ = false;
   }
+}
+
+void EventLoop::queueRead(TcpConnection* conn) {
+  conn->in_read_batch_ = true;
+  read_queue_.push_back(conn);
+  if (!read_batch_active_) {
+    read_batch_active_ = true;
+    event_active(read_batch_, EV_TIMEOUT, 0);
+  }
+}
+
+void EventLoop::cancelBatchedRead(TcpConnection* conn) {
+  for (auto* list : {&read_queue_, &reading_, &batched_}) {
+    for (auto& c : *list) {
+      if (c == conn) {
+        c = nullptr;
+      }
+    }
+  }
+}
+
+void EventLoop::onReadBatch(int, short, void* arg) {
+  static_cast<EventLoop*>(arg)->readBatched();
+}
+
+void EventLoop::readBatched() {
+  read_batch_active_ = false;
+  reading_.swap(read_queue_);
+  // Three steps, so that no handler runs while a reservation in some input is open: receive
+  // on every socket at once, put each one's bytes in its input, then let each go on (its
+  // handler, EOF, more reads if its room was filled). One socket alone gains nothing from a
+  // submission.
+  if (reading_.size() >= 2 && haveBatch()) {
+    IoBatch& batch = *batch_;
+    for (auto& c : reading_) {
+      if (c != nullptr && !batch.full() && c->prepareBatchedRead(batch)) {
+        batched_.push_back(c);
+        c = nullptr;
+      }
+    }
+    batched_reads_ += batch.size();
+    batch.run();
+    for (size_t k = 0; k < batched_.size(); ++k) {
+      batched_[k]->commitBatchedRead(batch.results()[k]);
+    }
+    for (size_t k = 0; k < batched_.size(); ++k) {
+      TcpConnection* c = batched_[k];
+      if (c != nullptr) {
+        batched_[k] = nullptr;
+        c->finishBatchedRead();
+      }
+    }
+    batched_.clear();
+    dropBrokenBatch();
+  }
+  // The rest reads by itself (not batchable now, past the batch's size, or alone).
+  for (auto& c : reading_) {
+    if (c != nullptr) {
+      TcpConnection* conn = c;
+      c = nullptr;
+      conn->readQueued();
+    }
+  }
+  reading_.clear();
 }
 
 void EventLoop::onFlush(int, short, void* arg) {
@@ -190,7 +269,7 @@ void EventLoop::onFlush(int, short, void* arg) {
   size_t i = 0;
   while (i < queue.size()) {
     const size_t end = queue.size();
-    if (self->batch_sends_ && end - i >= 2) {
+    if (self->batch_io_ && end - i >= 2) {
       self->sendBatched(i, end);
     }
     for (; i < end; ++i) {

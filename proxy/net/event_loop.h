@@ -15,7 +15,7 @@ struct event;
 namespace mcring::net {
 
 class TcpConnection;
-class SendBatch;
+class IoBatch;
 
 class EventLoop {
  public:
@@ -35,13 +35,15 @@ class EventLoop {
 
   event_base* raw() const { return base_; }
 
-  // Writes the connections with output at the end of a pass with one io_uring submission
-  // (send_batch.h) instead of a send() each. Checks now that the kernel allows io_uring; false,
-  // with *why, if not (nothing changes). Call before run(), from any thread: the ring is made
-  // by the loop's own thread on its first pass.
-  bool enableSendBatching(std::string* why);
-  // Sends this loop made through its batches (their results included failures). Loop thread.
+  // Reads the plain sockets that became readable in a pass, and writes the connections with
+  // output at its end, with one io_uring submission each (io_batch.h) instead of a recv() or
+  // send() per connection. Checks now that the kernel allows io_uring; false, with *why, if not
+  // (nothing changes). Call before run(), from any thread: the ring is made by the loop's own
+  // thread on its first pass.
+  bool enableIoBatching(std::string* why);
+  // Sends and receives this loop made through its batches (failed ones included). Loop thread.
   uint64_t batchedSends() const { return batched_sends_; }
+  uint64_t batchedReads() const { return batched_reads_; }
 
  private:
   friend class TcpConnection;
@@ -52,6 +54,15 @@ class EventLoop {
   void cancelBatchedSend(TcpConnection* conn);
   // Sends flush_queue_[from, to) that can go in one submission; leaves the others queued.
   void sendBatched(size_t from, size_t to);
+  // A plain socket is readable: read at the end of the pass's readiness callbacks, together.
+  void queueRead(TcpConnection* conn);
+  void cancelBatchedRead(TcpConnection* conn);
+  static void onReadBatch(int, short, void* arg);
+  void readBatched();
+  // The ring, made on first use by this thread; false (and batching off) if refused.
+  bool haveBatch();
+  // After a run: a ring that broke and could not be made again turns batching off.
+  void dropBrokenBatch();
   static void onFlush(int, short, void* arg);
   static void onPosted(int, short, void* arg);
 
@@ -63,10 +74,15 @@ class EventLoop {
   event* flush_ = nullptr;
   bool flush_active_ = false;
   std::vector<TcpConnection*> flush_queue_;
-  bool batch_sends_ = false;
-  std::unique_ptr<SendBatch> send_batch_;  // made on the loop's thread (a single issuer)
-  std::vector<TcpConnection*> batched_;    // in send_batch_'s order; null once destroyed
+  bool batch_io_ = false;
+  std::unique_ptr<IoBatch> batch_;       // made on the loop's thread (a single issuer)
+  std::vector<TcpConnection*> batched_;  // in batch_'s order; null once destroyed
   uint64_t batched_sends_ = 0;
+  uint64_t batched_reads_ = 0;
+  event* read_batch_ = nullptr;
+  bool read_batch_active_ = false;
+  std::vector<TcpConnection*> read_queue_;  // readable this pass; null once destroyed
+  std::vector<TcpConnection*> reading_;     // being read by readBatched
   std::atomic<std::thread::id> owner_{};
   std::mutex mutex_;
   std::vector<std::function<void()>> posted_;

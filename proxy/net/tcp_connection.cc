@@ -37,7 +37,7 @@
 #include <cstring>
 #include <string>
 
-#include "proxy/net/send_batch.h"
+#include "proxy/net/io_batch.h"
 #include "proxy/net/unix_socket_file.h"
 
 namespace mcring::net {
@@ -126,6 +126,10 @@ void TcpConnection::close() {
     if (in_send_batch_) {
       loop_->cancelBatchedSend(this);
       in_send_batch_ = false;
+    }
+    if (in_read_batch_) {
+      loop_->cancelBatchedRead(this);
+      in_read_batch_ = false;
     }
     output_.setHooks(nullptr, nullptr, nullptr);
     input_.setHooks(nullptr, nullptr, nullptr);
@@ -394,7 +398,7 @@ void TcpConnection::flushQueued() {
   writeOutput(g, false);
 }
 
-bool TcpConnection::prepareBatchedSend(SendBatch& batch) {
+bool TcpConnection::prepareBatchedSend(IoBatch& batch) {
   if (fd_ < 0 || !write_enabled_ || connecting_ || write_armed_ || ssl_ != nullptr) {
     return false;
   }
@@ -409,11 +413,11 @@ bool TcpConnection::prepareBatchedSend(SendBatch& batch) {
     return false;
   }
   const size_t want = std::min(len, kMaxWritePerEvent);
-  static_assert(SendBatch::kMaxPieces <= 16);
-  evbuffer_iovec vec[SendBatch::kMaxPieces];
-  const int n = std::min(
-      evbuffer_peek(out, static_cast<ev_ssize_t>(want), nullptr, vec, SendBatch::kMaxPieces),
-      SendBatch::kMaxPieces);
+  static_assert(IoBatch::kMaxPieces <= 16);
+  evbuffer_iovec vec[IoBatch::kMaxPieces];
+  const int n =
+      std::min(evbuffer_peek(out, static_cast<ev_ssize_t>(want), nullptr, vec, IoBatch::kMaxPieces),
+               IoBatch::kMaxPieces);
   iovec* iov = batch.pieces();
   size_t room = want;
   int k = 0;
@@ -422,7 +426,7 @@ bool TcpConnection::prepareBatchedSend(SendBatch& batch) {
     iov[k].iov_len = std::min(vec[k].iov_len, room);
     room -= iov[k].iov_len;
   }
-  batch.add(fd_, k);
+  batch.add(IoBatch::Op::Send, fd_, k);
   flush_queued_ = false;
   in_send_batch_ = true;
   return true;
@@ -457,7 +461,16 @@ void TcpConnection::onHandshakeDeadline(int, short, void* arg) {
 }
 
 void TcpConnection::onReadEvent(int, short what, void* arg) {
-  static_cast<TcpConnection*>(arg)->handleRead(what);
+  auto* self = static_cast<TcpConnection*>(arg);
+  // Plain readable sockets are read together at the end of the pass (EventLoop::readBatched);
+  // TLS, handshakes and timeouts read here.
+  if (what == EV_READ && self->loop_->batch_io_ && self->ssl_ == nullptr && !self->handshaking_) {
+    if (!self->in_read_batch_) {
+      self->loop_->queueRead(self);
+    }
+    return;
+  }
+  self->handleRead(what);
 }
 
 void TcpConnection::onWriteEvent(int, short what, void* arg) {
@@ -504,11 +517,12 @@ void TcpConnection::handleRead(short what) {
       return;
     }
   }
+  readInput(g, 0, false, 0, true);
+}
+
+void TcpConnection::readInput(Guard& g, size_t total, bool eof, int error, bool more) {
   evbuffer* in = input_.raw();
-  size_t total = 0;
-  bool eof = false;
-  int error = 0;
-  while (total < kMaxReadPerEvent) {
+  while (more && total < kMaxReadPerEvent) {
     size_t want = std::min(read_hint_, kMaxReadPerEvent - total);
     if (read_high_ != 0) {
       size_t len = evbuffer_get_length(in);
@@ -556,17 +570,11 @@ void TcpConnection::handleRead(short what) {
     }
     evbuffer_commit_space(in, vec, n);
     total += got;
-    if (got < room && !tlsBuffered()) {
+    if (!adjustReadHint(got, room) && !tlsBuffered()) {
       // The socket is (very likely) drained: the next read would only say EAGAIN. (A TLS read
       // returns at most a record, so there it is drained only if OpenSSL holds nothing more;
       // the socket itself, level-triggered, will be reported again if it has more.)
-      if (got * 4 < read_hint_ && read_hint_ > kReadMin) {
-        read_hint_ = std::max(kReadMin, (read_hint_ + kChainOverhead) / 2 - kChainOverhead);
-      }
       break;
-    }
-    if (room == read_hint_ && read_hint_ < kReadMax) {
-      read_hint_ = std::min(kReadMax, (read_hint_ + kChainOverhead) * 2 - kChainOverhead);
     }
   }
   if (read_high_ != 0 && evbuffer_get_length(in) >= read_high_ && !read_suspended_) {
@@ -603,6 +611,96 @@ void TcpConnection::handleRead(short what) {
     fail(g, CloseReason::Eof, 0);
   } else if (error != 0) {
     fail(g, CloseReason::Error, error);
+  }
+}
+
+// Reads grow toward what arrives (a full read doubles the next one's room) and shrink when a
+// read fills less than a quarter. True if the read filled its room (more may be waiting).
+bool TcpConnection::adjustReadHint(size_t got, size_t room) {
+  if (got < room) {
+    if (got * 4 < read_hint_ && read_hint_ > kReadMin) {
+      read_hint_ = std::max(kReadMin, (read_hint_ + kChainOverhead) / 2 - kChainOverhead);
+    }
+    return false;
+  }
+  if (room == read_hint_ && read_hint_ < kReadMax) {
+    read_hint_ = std::min(kReadMax, (read_hint_ + kChainOverhead) * 2 - kChainOverhead);
+  }
+  return true;
+}
+
+void TcpConnection::readQueued() {
+  in_read_batch_ = false;
+  if (read_armed_) {  // (its reading may have stopped since its readiness was reported)
+    handleRead(EV_READ);
+  }
+}
+
+bool TcpConnection::prepareBatchedRead(IoBatch& batch) {
+  if (fd_ < 0 || !read_enabled_ || !read_armed_ || read_suspended_ || ssl_ != nullptr ||
+      handshaking_ || connecting_) {
+    return false;
+  }
+  evbuffer* in = input_.raw();
+  size_t want = std::min(read_hint_, kMaxReadPerEvent);
+  if (read_high_ != 0) {
+    const size_t len = evbuffer_get_length(in);
+    if (len >= read_high_) {
+      return false;  // the plain path suspends reading
+    }
+    want = std::min(want, read_high_ - len);
+  }
+  evbuffer_iovec vec[2];
+  const int n = evbuffer_reserve_space(in, static_cast<ev_ssize_t>(want), vec, 2);
+  if (n <= 0) {
+    return false;
+  }
+  iovec* iov = batch.pieces();
+  size_t room = 0;
+  for (int i = 0; i < n; ++i) {
+    batch_read_vec_[i] = {vec[i].iov_base, vec[i].iov_len};
+    iov[i].iov_base = vec[i].iov_base;
+    iov[i].iov_len = std::min(vec[i].iov_len, want - room);
+    room += iov[i].iov_len;
+  }
+  batch_read_pieces_ = n;
+  batch_read_room_ = room;
+  batch.add(IoBatch::Op::Recv, fd_, n);
+  in_read_batch_ = true;
+  return true;
+}
+
+void TcpConnection::commitBatchedRead(int result) {
+  batch_read_result_ = result;
+  evbuffer_iovec vec[2];
+  size_t left = result > 0 ? static_cast<size_t>(result) : 0;
+  for (int i = 0; i < batch_read_pieces_; ++i) {
+    vec[i].iov_base = batch_read_vec_[i].iov_base;
+    vec[i].iov_len = std::min(left, batch_read_vec_[i].iov_len);
+    left -= vec[i].iov_len;
+  }
+  evbuffer_commit_space(input_.raw(), vec, result > 0 ? batch_read_pieces_ : 0);
+}
+
+void TcpConnection::finishBatchedRead() {
+  in_read_batch_ = false;
+  if (!read_armed_) {
+    // Another connection's handler stopped this one's reading after the receive: as if its
+    // readiness had not been reported yet. The bytes wait in the input for the handler, which
+    // looks there when it reads again; an EOF or error is reported by the next read.
+    return;
+  }
+  Guard g(this);
+  const int r = batch_read_result_;
+  if (r > 0) {
+    const auto got = static_cast<size_t>(r);
+    readInput(g, got, false, 0, adjustReadHint(got, batch_read_room_));
+  } else if (r == 0) {
+    readInput(g, 0, true, 0, false);
+  } else if (r == -EAGAIN || r == -EINTR) {
+    readInput(g, 0, false, 0, false);  // nothing after all; epoll reports the socket again
+  } else {
+    readInput(g, 0, false, -r, false);
   }
 }
 

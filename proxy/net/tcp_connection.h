@@ -131,6 +131,10 @@ class TcpConnection {
   // Writes what it can of the output (bounded); arms EV_WRITE if bytes remain. Returns false if
   // the connection was closed or destroyed meanwhile (then `this` must not be touched).
   bool writeOutput(Guard& g, bool after_connect);
+  // Reads while `more` (the last read filled its room) up to the per-event bound, after `total`
+  // bytes already read, then tells the handler and reports eof or error.
+  void readInput(Guard& g, size_t total, bool eof, int error, bool more);
+  bool adjustReadHint(size_t got, size_t room);
   // After writing `written` bytes: arms EV_WRITE while bytes remain, tells the handler when the
   // output fell to its low watermark. Same return as writeOutput.
   bool afterWrite(Guard& g, size_t written, bool after_connect);
@@ -145,11 +149,20 @@ class TcpConnection {
   void noteTlsFailure(int ssl_error);
   // Called by the loop at the end of a batch of callbacks.
   void flushQueued();
-  // The loop's batched flush (send_batch.h), in place of flushQueued: queues a send of the
+  // The loop's batched flush (io_batch.h), in place of flushQueued: queues a send of the
   // output's first pieces on `batch`; false if this connection writes by itself (TLS, not
   // writable now, nothing to write). completeBatchedSend takes the send's result.
-  bool prepareBatchedSend(SendBatch& batch);
+  bool prepareBatchedSend(IoBatch& batch);
   void completeBatchedSend(int result);
+  // The loop's batched reads: queues a receive into the input's free room; false if this
+  // connection reads by itself now (TLS, not reading, input at the high watermark).
+  // commitBatchedRead puts the bytes in the input (no callback); finishBatchedRead then goes on
+  // as a read of them would (more reads if it filled its room, the handler, EOF or error).
+  bool prepareBatchedRead(IoBatch& batch);
+  // Reads by itself after all, as its readiness callback would have.
+  void readQueued();
+  void commitBatchedRead(int result);
+  void finishBatchedRead();
   void fail(Guard& g, CloseReason reason, int error);
   void updateReadEvent();
   void setWriteArmed(bool on);
@@ -179,7 +192,13 @@ class TcpConnection {
   bool connecting_ = false;
   bool flush_queued_ = false;
   bool in_before_write_ = false;  // bytes added by onBeforeWrite are written by this write
-  bool in_send_batch_ = false;    // prepared on the loop's SendBatch, result not yet taken
+  bool in_send_batch_ = false;    // prepared on the loop's IoBatch, result not yet taken
+  bool in_read_batch_ = false;    // queued for, or in, the loop's batched reads
+  // The batched read's reservation in input_ and its result, from prepare to commit.
+  iovec batch_read_vec_[2] = {};
+  int batch_read_pieces_ = 0;
+  size_t batch_read_room_ = 0;
+  int batch_read_result_ = 0;
   // TLS: ssl_ is null on a plaintext connection.
   ssl_st* ssl_ = nullptr;
   // The last SSL_read wanted more bytes from the socket: what OpenSSL buffers is incomplete.

@@ -1,6 +1,6 @@
-// SendBatch over liburing: SEND for one piece, SENDMSG for several, all MSG_DONTWAIT so that
-// none waits in the kernel (a full socket completes with -EAGAIN at once).
-#include "proxy/net/send_batch.h"
+// IoBatch over liburing: SEND/RECV for one piece, SENDMSG/RECVMSG for several, all MSG_DONTWAIT
+// so that none waits in the kernel (a full or empty socket completes with -EAGAIN at once).
+#include "proxy/net/io_batch.h"
 
 #include <liburing.h>
 #include <sys/socket.h>
@@ -14,6 +14,7 @@ namespace mcring::net {
 namespace {
 
 constexpr int kSendFlags = MSG_NOSIGNAL | MSG_DONTWAIT;
+constexpr int kRecvFlags = MSG_DONTWAIT;
 
 // The cheapest setup this kernel takes: completions run when this thread asks for them
 // (DEFER_TASKRUN, 6.1), by one issuer (SINGLE_ISSUER, 6.0); every send queued is submitted even
@@ -21,21 +22,21 @@ constexpr int kSendFlags = MSG_NOSIGNAL | MSG_DONTWAIT;
 int initRing(io_uring* ring) {
 #ifdef IORING_SETUP_DEFER_TASKRUN
   if (io_uring_queue_init(
-          SendBatch::kEntries, ring,
+          IoBatch::kEntries, ring,
           IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN) == 0) {
     return 0;
   }
 #endif
-  if (io_uring_queue_init(SendBatch::kEntries, ring, IORING_SETUP_SUBMIT_ALL) == 0) {
+  if (io_uring_queue_init(IoBatch::kEntries, ring, IORING_SETUP_SUBMIT_ALL) == 0) {
     return 0;
   }
-  return io_uring_queue_init(SendBatch::kEntries, ring, 0);
+  return io_uring_queue_init(IoBatch::kEntries, ring, 0);
 }
 
 }  // namespace
 
-std::unique_ptr<SendBatch> SendBatch::open(std::string* why) {
-  std::unique_ptr<SendBatch> b(new SendBatch());
+std::unique_ptr<IoBatch> IoBatch::open(std::string* why) {
+  std::unique_ptr<IoBatch> b(new IoBatch());
   b->ring_ = std::make_unique<io_uring>();
   const int r = initRing(b->ring_.get());
   if (r < 0) {
@@ -51,30 +52,38 @@ std::unique_ptr<SendBatch> SendBatch::open(std::string* why) {
   return b;
 }
 
-SendBatch::~SendBatch() {
+IoBatch::~IoBatch() {
   if (ring_ != nullptr) {
     io_uring_queue_exit(ring_.get());
   }
 }
 
-void SendBatch::add(int fd, int pieces) {
+void IoBatch::add(Op op, int fd, int pieces) {
   // The ring's submission queue has kEntries slots and is emptied by every run(): never full.
   io_uring_sqe* sqe = io_uring_get_sqe(ring_.get());
   iovec* iov = &iov_[count_ * kMaxPieces];
   if (pieces == 1) {
-    io_uring_prep_send(sqe, fd, iov[0].iov_base, iov[0].iov_len, kSendFlags);
+    if (op == Op::Send) {
+      io_uring_prep_send(sqe, fd, iov[0].iov_base, iov[0].iov_len, kSendFlags);
+    } else {
+      io_uring_prep_recv(sqe, fd, iov[0].iov_base, iov[0].iov_len, kRecvFlags);
+    }
   } else {
     msghdr& m = msgs_[count_];
     m = msghdr{};
     m.msg_iov = iov;
     m.msg_iovlen = static_cast<size_t>(pieces);
-    io_uring_prep_sendmsg(sqe, fd, &m, kSendFlags);
+    if (op == Op::Send) {
+      io_uring_prep_sendmsg(sqe, fd, &m, kSendFlags);
+    } else {
+      io_uring_prep_recvmsg(sqe, fd, &m, kRecvFlags);
+    }
   }
   io_uring_sqe_set_data64(sqe, count_);
   ++count_;
 }
 
-void SendBatch::run() {
+void IoBatch::run() {
   results_.assign(count_, -EAGAIN);
   unsigned submitted = 0;
   bool failed = false;
@@ -87,11 +96,11 @@ void SendBatch::run() {
       break;
     }
   }
-  // A submitted send whose result cannot be read may have gone out: its connection must fail,
-  // not write the bytes again.
+  // A submitted operation whose result cannot be read may have moved bytes: its connection must
+  // fail, not write them again (or lose what was read).
   std::fill(results_.begin(), results_.begin() + submitted, -EIO);
-  // Each submitted send has completed (MSG_DONTWAIT: none waits for room), so its result is
-  // posted or deferred to this thread; waiting only runs what was deferred.
+  // Each submitted operation has completed (MSG_DONTWAIT: none waits for room or data), so its
+  // result is posted or deferred to this thread; waiting only runs what was deferred.
   unsigned seen = 0;
   while (seen < submitted) {
     io_uring_cqe* cqe = nullptr;
@@ -112,8 +121,8 @@ void SendBatch::run() {
   }
   count_ = 0;
   if (failed) {
-    // Sends the kernel did not take must never go out later, after the caller has written
-    // their bytes itself (they report -EAGAIN): only a new ring forgets them.
+    // Operations the kernel did not take must never run later, after the caller has done them
+    // itself (they report -EAGAIN): only a new ring forgets them.
     io_uring_queue_exit(ring_.get());
     if (initRing(ring_.get()) < 0) {
       ring_.reset();
