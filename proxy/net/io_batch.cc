@@ -46,6 +46,21 @@ std::unique_ptr<IoBatch> IoBatch::open(std::string* why) {
     b->ring_.reset();
     return nullptr;
   }
+  // SEND and RECV came in 5.6, with the probe itself; a ring without them is no use.
+  io_uring_probe* probe = io_uring_get_probe_ring(b->ring_.get());
+  const bool ops = probe != nullptr && io_uring_opcode_supported(probe, IORING_OP_SEND) &&
+                   io_uring_opcode_supported(probe, IORING_OP_RECV) &&
+                   io_uring_opcode_supported(probe, IORING_OP_SENDMSG) &&
+                   io_uring_opcode_supported(probe, IORING_OP_RECVMSG);
+  if (probe != nullptr) {
+    io_uring_free_probe(probe);
+  }
+  if (!ops) {
+    if (why != nullptr) {
+      *why = "the kernel's io_uring has no socket send and receive (before Linux 5.6)";
+    }
+    return nullptr;  // the destructor exits the ring
+  }
   b->iov_.resize(static_cast<size_t>(kEntries) * kMaxPieces);
   b->msgs_.resize(kEntries);
   b->results_.reserve(kEntries);

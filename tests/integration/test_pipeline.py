@@ -1,6 +1,11 @@
 """50 concurrent clients, each writing 100 pipelined mixed requests at once: every request is
-answered exactly once, in order, with the right value (checked against a model of memcached)."""
+answered exactly once, in order, with the right value (checked against a model of memcached).
+Twice: with the default socket I/O (a loop pass's reads and writes in one io_uring submission
+each, where the kernel allows it) and with --no-io-uring (a system call per socket); the start-up
+line says which."""
 
+import ctypes
+import os
 import random
 import threading
 import time
@@ -60,8 +65,30 @@ class Model:
         return b"mg %s v q\r\n" % k, b""
 
 
+def io_uring_allowed():
+    """Whether this process may set up an io_uring (io_uring_setup(2), x86-64's number 425):
+    what mcring's start-up line should then say."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    params = ctypes.create_string_buffer(120)  # struct io_uring_params, zeroed
+    fd = libc.syscall(425, 8, params)
+    if fd < 0:
+        return False
+    os.close(fd)
+    return True
+
+
 class PipelineTest(SharedClusterCase):
     CLUSTER_ARGS = {"n_backends": 3}
+
+    def expected_io_line(self):
+        if io_uring_allowed():
+            return "socket I/O: one io_uring submission for a loop pass's reads, one for its writes"
+        return "socket I/O: a recv()/send() per connection: io_uring refused"
+
+    def test_start_up_line_says_how_sockets_are_read_and_written(self):
+        if self.cl.proxy is None:
+            self.skipTest("direct mode: no mcring")
+        self.assertIn(self.expected_io_line(), self.cl.proxy.log_tail(1 << 20))
 
     def run_client(self, cid, barrier, errors):
         rnd = random.Random(1000 + cid)
@@ -144,6 +171,15 @@ class PipelineTest(SharedClusterCase):
                 time.sleep(0.001)
         self.assertEqual(c.recv_exact(len(expected), timeout=30), expected)
         self.assertEqual(c.silence(0.05), b"")
+
+
+class PipelineNoIoUringTest(PipelineTest):
+    """The same clients with each socket read and written by its own system call."""
+
+    CLUSTER_ARGS = {"n_backends": 3, "args": ("--no-io-uring",)}
+
+    def expected_io_line(self):
+        return "socket I/O: a recv()/send() per connection (--no-io-uring)"
 
 
 if __name__ == "__main__":
