@@ -434,6 +434,70 @@ class IoUringHostileTest(SharedClusterCase):
             self.assertEqual(c.read_reply(timeout=10),
                              b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (k, len(k), k))
 
+    def test_throttled_pipeliners_get_every_reply_in_order(self):
+        # 16 clients each write 400 gets of 20 KB values (8 MB of replies) without reading, so
+        # the proxy stops reading them (throttled) while their bytes are in a loop pass's
+        # receives; half of them then shut their writing side (an EOF behind a throttle); then
+        # they read. Every request is answered once, in order: its value, or memcached's
+        # SERVER_ERROR if the memory budget refused it; the half-closed ones then get EOF.
+        n, per, size = 16, 300, 20 * 1000
+        keys = spread_keys(b"thr:", 5)
+        setter = self.conn(self.cl, timeout=10)
+        for i, k in enumerate(keys):
+            self.assertEqual(setter.request(set_cmd(k, bytes([97 + i]) * size), timeout=10),
+                             b"STORED\r\n")
+        value_reply = {k: b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (k, size, bytes([97 + i]) * size)
+                       for i, k in enumerate(keys)}
+        rnd = random.Random(12)
+        asked = [[rnd.choice(keys) for _ in range(per)] for _ in range(n)]
+        out = [b"".join(b"get %s\r\n" % k for k in a) + b"mn\r\n" for a in asked]
+        socks = self.open_raw(n)
+        pos = [0] * n
+        # Write without reading until the proxy stops taking bytes (or 2 s).
+        deadline = time.monotonic() + 2
+        while time.monotonic() < deadline and any(p < len(o) for p, o in zip(pos, out)):
+            moved = 0
+            for i, s in enumerate(socks):
+                try:
+                    k = s.send(out[i][pos[i]:pos[i] + 4096])
+                    pos[i] += k
+                    moved += k
+                except BlockingIOError:
+                    pass
+            if not moved:
+                time.sleep(0.01)
+        taken = sum(pos)
+        half_closed = [i for i in range(n) if i % 2 and pos[i] == len(out[i])]
+        for i in half_closed:
+            socks[i].shutdown(socket.SHUT_WR)
+        want_len = [sum(len(value_reply[k]) for k in a) + 4 for a in asked]
+        got = exchange(socks, [o[p:] for o, p in zip(out, pos)], [b"\0" * w for w in want_len],
+                       time.monotonic() + 30)
+        values = refused = 0
+        for i in range(n):
+            replies, left = split_all(bytes(got[i]))
+            self.assertEqual(left, b"", "client %d: a partial reply" % i)
+            self.assertEqual(len(replies), per + 1, "client %d: %d replies for %d requests"
+                             % (i, len(replies), per + 1))
+            self.assertEqual(replies[-1], b"MN\r\n")
+            for j, (k, rep) in enumerate(zip(asked[i], replies)):
+                if rep.startswith(b"SERVER_ERROR out of memory"):
+                    refused += 1
+                else:
+                    self.assertEqual(rep, value_reply[k], "client %d request %d: %s"
+                                     % (i, j, self.diff(i, rep, value_reply[k])))
+                    values += 1
+        eofs = 0
+        for i in half_closed:
+            socks[i].setblocking(True)
+            socks[i].settimeout(10)
+            eofs += socks[i].recv(1) == b""
+        print("\n  throttled pipeliners: %d clients x %d gets of %d bytes; %d request bytes taken "
+              "before they read; %d values, %d refused (memory budget), in order; %d/%d "
+              "half-closed got EOF" % (n, per, size, taken, values, refused, eofs,
+                                       len(half_closed)))
+        self.assertEqual(eofs, len(half_closed))
+
 
 class IoUringHostileNoIoUringTest(IoUringHostileTest):
     """The same with a system call per socket: the two must behave alike."""
