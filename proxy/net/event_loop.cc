@@ -58,7 +58,6 @@ EventLoop::EventLoop() {
 }
 
 EventLoop::~EventLoop() {
-  batch_.reset();
   event_free(read_batch_);
   event_free(flush_);
   event_free(wakeup_);
@@ -154,15 +153,6 @@ bool EventLoop::haveBatch() {
   return true;
 }
 
-void EventLoop::cancelBatchedSend(TcpConnection* conn) {
-  for (auto& c : batched_) {
-    if (c == conn) {
-      c = nullptr;
-      return;
-    }
-  }
-}
-
 void EventLoop::sendBatched(size_t from, size_t to) {
   if (!haveBatch()) {
     return;
@@ -206,7 +196,7 @@ void EventLoop::queueRead(TcpConnection* conn) {
   }
 }
 
-void EventLoop::cancelBatchedRead(TcpConnection* conn) {
+void EventLoop::cancelBatched(TcpConnection* conn) {
   for (auto* list : {&read_queue_, &reading_, &batched_}) {
     for (auto& c : *list) {
       if (c == conn) {

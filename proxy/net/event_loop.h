@@ -51,12 +51,12 @@ class EventLoop {
   // batch is over (one writev per connection per batch, no EPOLLOUT round trip).
   void scheduleFlush(TcpConnection* conn);
   void cancelFlush(TcpConnection* conn);
-  void cancelBatchedSend(TcpConnection* conn);
+  // A connection destroyed while queued for, or in, a batch: forgotten there.
+  void cancelBatched(TcpConnection* conn);
   // Sends flush_queue_[from, to) that can go in one submission; leaves the others queued.
   void sendBatched(size_t from, size_t to);
   // A plain socket is readable: read at the end of the pass's readiness callbacks, together.
   void queueRead(TcpConnection* conn);
-  void cancelBatchedRead(TcpConnection* conn);
   static void onReadBatch(int, short, void* arg);
   void readBatched();
   // The ring, made on first use by this thread; false (and batching off) if refused.

@@ -123,13 +123,9 @@ void TcpConnection::close() {
       loop_->cancelFlush(this);
       flush_queued_ = false;
     }
-    if (in_send_batch_) {
-      loop_->cancelBatchedSend(this);
-      in_send_batch_ = false;
-    }
-    if (in_read_batch_) {
-      loop_->cancelBatchedRead(this);
-      in_read_batch_ = false;
+    if (in_send_batch_ || in_read_batch_) {
+      loop_->cancelBatched(this);
+      in_send_batch_ = in_read_batch_ = false;
     }
     output_.setHooks(nullptr, nullptr, nullptr);
     input_.setHooks(nullptr, nullptr, nullptr);
@@ -389,9 +385,21 @@ void TcpConnection::onOutputAdded(void* arg) {
   self->loop_->scheduleFlush(self);
 }
 
+bool TcpConnection::canWriteNow() const {
+  return fd_ >= 0 && write_enabled_ && !connecting_ && !write_armed_;
+}
+
+void TcpConnection::beforeWrite() {
+  if (handler_ != nullptr) {
+    in_before_write_ = true;
+    handler_->onBeforeWrite();
+    in_before_write_ = false;
+  }
+}
+
 void TcpConnection::flushQueued() {
   flush_queued_ = false;
-  if (fd_ < 0 || !write_enabled_ || connecting_ || write_armed_) {
+  if (!canWriteNow()) {
     return;
   }
   Guard g(this);
@@ -399,14 +407,10 @@ void TcpConnection::flushQueued() {
 }
 
 bool TcpConnection::prepareBatchedSend(IoBatch& batch) {
-  if (fd_ < 0 || !write_enabled_ || connecting_ || write_armed_ || ssl_ != nullptr) {
+  if (!canWriteNow() || ssl_ != nullptr) {
     return false;
   }
-  if (handler_ != nullptr) {
-    in_before_write_ = true;
-    handler_->onBeforeWrite();
-    in_before_write_ = false;
-  }
+  beforeWrite();
   evbuffer* out = output_.raw();
   const size_t len = evbuffer_get_length(out);
   if (len == 0) {
@@ -445,7 +449,7 @@ void TcpConnection::completeBatchedSend(int result) {
   }
   // Bytes left, the socket full or failed: the plain path sees it again (and arms EV_WRITE,
   // writes what the pieces did not cover, or reports the error).
-  if (fd_ >= 0 && write_enabled_ && !write_armed_) {
+  if (canWriteNow()) {
     writeOutput(g, false);
   }
 }
@@ -523,32 +527,20 @@ void TcpConnection::handleRead(short what) {
 void TcpConnection::readInput(Guard& g, size_t total, bool eof, int error, bool more) {
   evbuffer* in = input_.raw();
   while (more && total < kMaxReadPerEvent) {
-    size_t want = std::min(read_hint_, kMaxReadPerEvent - total);
-    if (read_high_ != 0) {
-      size_t len = evbuffer_get_length(in);
-      if (len >= read_high_) {
-        break;
-      }
-      want = std::min(want, read_high_ - len);
-    }
-    evbuffer_iovec vec[2];
-    int n = evbuffer_reserve_space(in, static_cast<ev_ssize_t>(want), vec, 2);
-    if (n <= 0) {
-      error = ENOMEM;
-      break;
-    }
     iovec iov[2];
     size_t room = 0;
-    for (int i = 0; i < n; ++i) {
-      size_t l = std::min(vec[i].iov_len, want - room);
-      iov[i].iov_base = vec[i].iov_base;
-      iov[i].iov_len = l;
-      room += l;
+    const int n = reserveRead(total, iov, &room);
+    if (n == 0) {
+      break;  // at the high watermark
+    }
+    if (n < 0) {
+      error = ENOMEM;
+      break;
     }
     ssize_t r = readSocket(iov, n);
     if (r < 0) {
       int e = errno;
-      evbuffer_commit_space(in, vec, 0);
+      commitRead(iov, n, 0);
       if (e == EINTR) {
         continue;
       }
@@ -558,17 +550,12 @@ void TcpConnection::readInput(Guard& g, size_t total, bool eof, int error, bool 
       break;
     }
     if (r == 0) {
-      evbuffer_commit_space(in, vec, 0);
+      commitRead(iov, n, 0);
       eof = true;
       break;
     }
     size_t got = static_cast<size_t>(r);
-    size_t left = got;
-    for (int i = 0; i < n; ++i) {
-      vec[i].iov_len = std::min(left, iov[i].iov_len);
-      left -= vec[i].iov_len;
-    }
-    evbuffer_commit_space(in, vec, n);
+    commitRead(iov, n, got);
     total += got;
     if (!adjustReadHint(got, room) && !tlsBuffered()) {
       // The socket is (very likely) drained: the next read would only say EAGAIN. (A TLS read
@@ -616,6 +603,41 @@ void TcpConnection::readInput(Guard& g, size_t total, bool eof, int error, bool 
 
 // Reads grow toward what arrives (a full read doubles the next one's room) and shrink when a
 // read fills less than a quarter. True if the read filled its room (more may be waiting).
+int TcpConnection::reserveRead(size_t total, iovec* iov, size_t* room) {
+  evbuffer* in = input_.raw();
+  size_t want = std::min(read_hint_, kMaxReadPerEvent - total);
+  if (read_high_ != 0) {
+    const size_t len = evbuffer_get_length(in);
+    if (len >= read_high_) {
+      return 0;
+    }
+    want = std::min(want, read_high_ - len);
+  }
+  evbuffer_iovec vec[2];
+  const int n = evbuffer_reserve_space(in, static_cast<ev_ssize_t>(want), vec, 2);
+  if (n <= 0) {
+    return -1;
+  }
+  *room = 0;
+  for (int i = 0; i < n; ++i) {
+    iov[i].iov_base = vec[i].iov_base;
+    iov[i].iov_len = std::min(vec[i].iov_len, want - *room);
+    *room += iov[i].iov_len;
+  }
+  return n;
+}
+
+void TcpConnection::commitRead(const iovec* iov, int n, size_t got) {
+  const int kept = got > 0 ? n : 0;
+  evbuffer_iovec vec[2];
+  for (int i = 0; i < n; ++i) {
+    vec[i].iov_base = iov[i].iov_base;
+    vec[i].iov_len = std::min(got, iov[i].iov_len);
+    got -= vec[i].iov_len;
+  }
+  evbuffer_commit_space(input_.raw(), vec, kept);
+}
+
 bool TcpConnection::adjustReadHint(size_t got, size_t room) {
   if (got < room) {
     if (got * 4 < read_hint_ && read_hint_ > kReadMin) {
@@ -641,30 +663,13 @@ bool TcpConnection::prepareBatchedRead(IoBatch& batch) {
       handshaking_ || connecting_) {
     return false;
   }
-  evbuffer* in = input_.raw();
-  size_t want = std::min(read_hint_, kMaxReadPerEvent);
-  if (read_high_ != 0) {
-    const size_t len = evbuffer_get_length(in);
-    if (len >= read_high_) {
-      return false;  // the plain path suspends reading
-    }
-    want = std::min(want, read_high_ - len);
-  }
-  evbuffer_iovec vec[2];
-  const int n = evbuffer_reserve_space(in, static_cast<ev_ssize_t>(want), vec, 2);
+  // At the high watermark (0) or out of memory (-1), the plain path suspends or fails.
+  const int n = reserveRead(0, batch_read_iov_, &batch_read_room_);
   if (n <= 0) {
     return false;
   }
-  iovec* iov = batch.pieces();
-  size_t room = 0;
-  for (int i = 0; i < n; ++i) {
-    batch_read_vec_[i] = {vec[i].iov_base, vec[i].iov_len};
-    iov[i].iov_base = vec[i].iov_base;
-    iov[i].iov_len = std::min(vec[i].iov_len, want - room);
-    room += iov[i].iov_len;
-  }
+  std::copy(batch_read_iov_, batch_read_iov_ + n, batch.pieces());
   batch_read_pieces_ = n;
-  batch_read_room_ = room;
   batch.add(IoBatch::Op::Recv, fd_, n);
   in_read_batch_ = true;
   return true;
@@ -672,14 +677,7 @@ bool TcpConnection::prepareBatchedRead(IoBatch& batch) {
 
 void TcpConnection::commitBatchedRead(int result) {
   batch_read_result_ = result;
-  evbuffer_iovec vec[2];
-  size_t left = result > 0 ? static_cast<size_t>(result) : 0;
-  for (int i = 0; i < batch_read_pieces_; ++i) {
-    vec[i].iov_base = batch_read_vec_[i].iov_base;
-    vec[i].iov_len = std::min(left, batch_read_vec_[i].iov_len);
-    left -= vec[i].iov_len;
-  }
-  evbuffer_commit_space(input_.raw(), vec, result > 0 ? batch_read_pieces_ : 0);
+  commitRead(batch_read_iov_, batch_read_pieces_, result > 0 ? static_cast<size_t>(result) : 0);
 }
 
 void TcpConnection::finishBatchedRead() {
@@ -931,11 +929,7 @@ void TcpConnection::handleWrite(short what) {
 }
 
 bool TcpConnection::writeOutput(Guard& g, bool after_connect) {
-  if (handler_ != nullptr) {
-    in_before_write_ = true;
-    handler_->onBeforeWrite();
-    in_before_write_ = false;
-  }
+  beforeWrite();
   evbuffer* out = output_.raw();
   size_t written = 0;
   int error = 0;

@@ -135,6 +135,16 @@ class TcpConnection {
   // bytes already read, then tells the handler and reports eof or error.
   void readInput(Guard& g, size_t total, bool eof, int error, bool more);
   bool adjustReadHint(size_t got, size_t room);
+  // Room in the input for the next read: at most the read hint, what is left of the per-event
+  // bound after `total`, and what the high watermark allows. Its pieces (1 or 2) in iov, their
+  // total in *room; 0 at the high watermark, -1 out of memory.
+  int reserveRead(size_t total, iovec* iov, size_t* room);
+  // Ends a reservation of reserveRead, keeping the first `got` bytes read into it.
+  void commitRead(const iovec* iov, int n, size_t got);
+  // Not connecting, closing or waiting for EPOLLOUT: a write may go out now.
+  bool canWriteNow() const;
+  // The handler's last chance to complete what it builds in the output (onBeforeWrite).
+  void beforeWrite();
   // After writing `written` bytes: arms EV_WRITE while bytes remain, tells the handler when the
   // output fell to its low watermark. Same return as writeOutput.
   bool afterWrite(Guard& g, size_t written, bool after_connect);
@@ -195,7 +205,7 @@ class TcpConnection {
   bool in_send_batch_ = false;    // prepared on the loop's IoBatch, result not yet taken
   bool in_read_batch_ = false;    // queued for, or in, the loop's batched reads
   // The batched read's reservation in input_ and its result, from prepare to commit.
-  iovec batch_read_vec_[2] = {};
+  iovec batch_read_iov_[2] = {};
   int batch_read_pieces_ = 0;
   size_t batch_read_room_ = 0;
   int batch_read_result_ = 0;

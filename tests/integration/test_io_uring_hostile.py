@@ -311,57 +311,69 @@ class IoUringHostileTest(SharedClusterCase):
             socks[i].close()
         print("\n  large values: %d clients x %d-byte value set and got back whole" % (n, size))
 
+    def start_gets_on_own_values(self, prefix, seed, n=100, per=30):
+        """30 keys each holding its own name; n raw clients each asking `per` of them (then
+        mn), the first half of each pipeline sent. Returns (keys, socks, asked, rest to send)."""
+        keys = spread_keys(prefix, 30)
+        setter = self.conn(self.cl, timeout=10)
+        for k in keys:
+            self.assertEqual(setter.request(set_cmd(k, k), timeout=10), b"STORED\r\n")
+        socks = self.open_raw(n)
+        rnd = random.Random(seed)
+        asked = [[rnd.choice(keys) for _ in range(per)] for _ in range(n)]
+        out = [b"".join(b"get %s\r\n" % k for k in a) + b"mn\r\n" for a in asked]
+        for s_, o in zip(socks, out):
+            s_.send(o[:len(o) // 2])
+        return keys, socks, asked, [o[len(o) // 2:] for o in out]
+
+    def check_gets_on_own_values(self, socks, asked, got):
+        """Reads on until each client has its MN (20 s), then checks that every get had exactly
+        one reply, in order: its own key's value, a miss or a SERVER_ERROR. Returns (values,
+        misses, errors)."""
+        deadline = time.monotonic() + 20
+        for i, s_ in enumerate(socks):
+            while not got[i].endswith(b"MN\r\n") and time.monotonic() < deadline:
+                got[i] += exchange([s_], [b""], [b"\0" * (len(got[i]) + 1)],
+                                   time.monotonic() + 0.5)[0]
+        values = misses = errors = 0
+        for i, a in enumerate(asked):
+            replies, left = split_all(bytes(got[i]))
+            self.assertEqual(left, b"", "client %d: a partial reply" % i)
+            self.assertEqual(len(replies), len(a) + 1, "client %d: %d replies for %d requests"
+                             % (i, len(replies), len(a) + 1))
+            self.assertEqual(replies[-1], b"MN\r\n")
+            for k, rep in zip(a, replies):
+                if rep.startswith(b"VALUE"):
+                    self.assertEqual(rep, b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (k, len(k), k),
+                                     "client %d: a reply for another key" % i)
+                    values += 1
+                elif rep == b"END\r\n":
+                    misses += 1
+                else:
+                    self.assertTrue(rep.startswith(b"SERVER_ERROR"), "client %d: %r"
+                                    % (i, rep[:100]))
+                    errors += 1
+        return values, misses, errors
+
     def test_backend_frozen_then_continued_under_pipelines(self):
         # 100 clients pipeline 30 gets over all backends; one backend is stopped (SIGSTOP) while
         # they are in flight and continued later. Every request gets exactly one reply, in
         # order (a value, a miss or a SERVER_ERROR); afterwards service is exact again.
         if self.cl.proxy is None:
             self.skipTest("direct mode: no mcring")
-        n, per = 100, 30
-        keys = spread_keys(b"frz:", 30)
-        setter = self.conn(self.cl, timeout=10)
-        for k in keys:
-            self.assertEqual(setter.request(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(k), k),
-                                            timeout=10), b"STORED\r\n")
-        socks = self.open_raw(n)
+        keys, socks, asked, rest = self.start_gets_on_own_values(b"frz:", 4)
         victim = self.cl.backends[1]
-        rnd = random.Random(4)
-        asked = [[rnd.choice(keys) for _ in range(per)] for _ in range(n)]
-        out = [b"".join(b"get %s\r\n" % k for k in a) + b"mn\r\n" for a in asked]
-        half = [len(o) // 2 for o in out]
-        for i, s in enumerate(socks):
-            s.send(out[i][:half[i]])
         victim.proc.send_signal(signal.SIGSTOP)
         try:
-            rest = [o[h:] for o, h in zip(out, half)]
             # Read until each has its MN (timeout_ms is 1000: the stopped backend's share fails).
-            got = exchange(socks, rest, [b"\0" * (1 << 30)] * n, time.monotonic() + 3)
+            got = exchange(socks, rest, [b"\0" * (1 << 30)] * len(socks), time.monotonic() + 3)
         finally:
             victim.proc.send_signal(signal.SIGCONT)
-        deadline = time.monotonic() + 20
-        for i in range(n):
-            while not got[i].endswith(b"MN\r\n") and time.monotonic() < deadline:
-                got[i] += exchange([socks[i]], [b""], [b"\0" * (len(got[i]) + 1)],
-                                   time.monotonic() + 0.5)[0]
-        values = errors = 0
-        for i in range(n):
-            replies, left = split_all(bytes(got[i]))
-            self.assertEqual(left, b"", "client %d: a partial reply" % i)
-            self.assertEqual(len(replies), per + 1, "client %d: %d replies for %d requests"
-                             % (i, len(replies), per + 1))
-            self.assertEqual(replies[-1], b"MN\r\n")
-            for k, rep in zip(asked[i], replies):
-                if rep.startswith(b"VALUE"):
-                    self.assertEqual(rep, b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (k, len(k), k),
-                                     "client %d: a reply for another key" % i)
-                    values += 1
-                else:
-                    self.assertTrue(rep == b"END\r\n" or rep.startswith(b"SERVER_ERROR"),
-                                    "client %d: %r" % (i, rep[:100]))
-                    errors += rep != b"END\r\n"
-            socks[i].close()
+        values, _, errors = self.check_gets_on_own_values(socks, asked, got)
+        for s_ in socks:
+            s_.close()
         print("\n  frozen backend: %d clients x %d gets: %d values, %d errors, no lost, "
-              "duplicate or foreign replies" % (n, per, values, errors))
+              "duplicate or foreign replies" % (len(socks), len(asked[0]), values, errors))
         # Continued: every key answers its own value again (a stale reply would show here).
         c = self.conn(self.cl, timeout=10)
         deadline = time.monotonic() + 15
@@ -380,46 +392,15 @@ class IoUringHostileTest(SharedClusterCase):
         # in order, never another key's value; then the restarted backend serves again.
         if self.cl.proxy is None:
             self.skipTest("direct mode: no mcring")
-        n, per = 100, 30
-        keys = spread_keys(b"kill:", 30)
-        setter = self.conn(self.cl, timeout=10)
-        for k in keys:
-            self.assertEqual(setter.request(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(k), k),
-                                            timeout=10), b"STORED\r\n")
-        socks = self.open_raw(n)
+        keys, socks, asked, rest = self.start_gets_on_own_values(b"kill:", 8)
         victim = self.cl.backends[2]
-        rnd = random.Random(8)
-        asked = [[rnd.choice(keys) for _ in range(per)] for _ in range(n)]
-        out = [b"".join(b"get %s\r\n" % k for k in a) + b"mn\r\n" for a in asked]
-        for i, s in enumerate(socks):
-            s.send(out[i][:len(out[i]) // 2])
         victim.kill()
-        got = exchange(socks, [o[len(o) // 2:] for o in out], [b"\0" * (1 << 30)] * n,
-                       time.monotonic() + 1)
+        got = exchange(socks, rest, [b"\0" * (1 << 30)] * len(socks), time.monotonic() + 1)
         victim.restart()
-        deadline = time.monotonic() + 20
-        for i in range(n):
-            while not got[i].endswith(b"MN\r\n") and time.monotonic() < deadline:
-                got[i] += exchange([socks[i]], [b""], [b"\0" * (len(got[i]) + 1)],
-                                   time.monotonic() + 0.5)[0]
-        values = others = 0
-        for i in range(n):
-            replies, left = split_all(bytes(got[i]))
-            self.assertEqual(left, b"", "client %d: a partial reply" % i)
-            self.assertEqual(len(replies), per + 1, "client %d: %d replies for %d requests"
-                             % (i, len(replies), per + 1))
-            self.assertEqual(replies[-1], b"MN\r\n")
-            for k, rep in zip(asked[i], replies):
-                if rep.startswith(b"VALUE"):
-                    self.assertEqual(rep, b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (k, len(k), k),
-                                     "client %d: a reply for another key" % i)
-                    values += 1
-                else:
-                    self.assertTrue(rep == b"END\r\n" or rep.startswith(b"SERVER_ERROR"),
-                                    "client %d: %r" % (i, rep[:100]))
-                    others += 1
+        values, misses, errors = self.check_gets_on_own_values(socks, asked, got)
         print("\n  killed backend: %d clients x %d gets: %d values, %d misses or errors, no "
-              "lost, duplicate or foreign replies" % (n, per, values, others))
+              "lost, duplicate or foreign replies" % (len(socks), len(asked[0]), values,
+                                                      misses + errors))
         c = self.conn(self.cl, timeout=10)
         deadline = time.monotonic() + 15
         ok = False
