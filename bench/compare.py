@@ -634,6 +634,10 @@ def summarize(rows, idle_mib, duration):
         s["gen_pct"] = med([r["gen_s"] / (j["replies"] / j["ops_per_sec"]) * 100
                             if w in ("cs-mix", "bin-mix") else r["gen_s"] / duration * 100
                             for r, j in ok if j["ops_per_sec"]]) if w not in ("cs-gets", "bin-gets") else None
+        # Every process of the run: the target, its backends and the generator. On a machine the
+        # run saturates, ops/s follows the inverse of this, whatever share the target has of it.
+        s["all_us"] = med([(r["cpu_s"] + r["backend_s"] + r["gen_s"]) / j["replies"] * 1e6
+                           for r, j in ok]) if s["gen_pct"] is not None else None
         s["hit"] = med([j.get("hit_ratio") for r, j in ok])
         s["errors"] = sum(j["errors"]["total"] for r, j in ok) + (len(lst) - len(ok))
         if w == "6":
@@ -652,8 +656,9 @@ def report(summary, ratio_text):
     workloads = [w for w in order if any(k[0] == w for k in summary)]
     targets = [t for t in ["direct", "nutcracker", "mcring", "mcring2"] if any(k[1] == t for k in summary)]
     print("| workload | target | ops/s | p50 µs | p99 µs | p99.9 µs | avg µs | server CPU µs / req | "
-          "backends CPU µs / req | generator CPU % core | RSS MiB | hit ratio | errors |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "backends CPU µs / req | generator CPU % core | all processes CPU µs / req | RSS MiB | "
+          "hit ratio | errors |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for w in workloads:
         for t in targets:
             s = summary.get((w, t))
@@ -666,7 +671,8 @@ def report(summary, ratio_text):
             approx = "≈" if w.startswith("ms-") else ""
             lat = [approx + fmt(s[p]) if s[p] is not None else "-" for p in ("p50", "p99", "p999")]
             print(f"| {names[w]} | {t} | {fmt(s['ops'])} | {lat[0]} | {lat[1]} | {lat[2]} | {fmt(s['avg'])} | "
-                  f"{fmt(s['cpu_us'], 2)} | {fmt(s['be_us'], 2)} | {fmt(s['gen_pct'], 0)} | {rss} | "
+                  f"{fmt(s['cpu_us'], 2)} | {fmt(s['be_us'], 2)} | {fmt(s['gen_pct'], 0)} | "
+                  f"{fmt(s['all_us'], 2)} | {rss} | "
                   f"{fmt(s['hit'], 3)} | {s['errors']} |")
     print()
     for m in [t for t in ("mcring", "mcring2") if t in targets]:
@@ -675,7 +681,7 @@ def report(summary, ratio_text):
               f"ops/s: higher is better for {m}, the rest: lower is)")
         print()
         head = ["ops/s {0}/N", "ops/s {0}/N per round", "p50 {0}/N", "p99 {0}/N", "avg {0}/N",
-                "CPU/req {0}/N", "backends CPU {0}/N", "RSS {0}/N"]
+                "CPU/req {0}/N", "backends CPU {0}/N", "all CPU {0}/N", "RSS {0}/N"]
         if "direct" in targets:
             head += ["ops/s {0}/D", "p99 {0}/D", "CPU/req {0}/D"]
         print("| workload | " + " | ".join(h.format(label) for h in head) + " |")
@@ -687,7 +693,7 @@ def report(summary, ratio_text):
             cells = [ratio(x.get("ops"), n.get("ops")), per_round, ratio(x.get("p50"), n.get("p50")),
                      ratio(x.get("p99"), n.get("p99")), ratio(x.get("avg"), n.get("avg")),
                      ratio(x.get("cpu_us"), n.get("cpu_us")), ratio(x.get("be_us"), n.get("be_us")),
-                     ratio(x.get("rss"), n.get("rss"))]
+                     ratio(x.get("all_us"), n.get("all_us")), ratio(x.get("rss"), n.get("rss"))]
             if "direct" in targets:
                 cells += [ratio(x.get("ops"), d.get("ops")), ratio(x.get("p99"), d.get("p99")),
                           ratio(x.get("cpu_us"), d.get("cpu_us"))]
@@ -697,8 +703,8 @@ def report(summary, ratio_text):
         print("mcring2 / mcring (ratios of the medians)")
         print()
         print("| workload | ops/s | ops/s per round | p99 | avg | CPU/req | CPU/req per round | "
-              "backends CPU/req |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+              "backends CPU/req | all CPU/req |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for w in workloads:
             a, b = summary.get((w, "mcring"), {}), summary.get((w, "mcring2"), {})
             rounds = sorted(set(a.get("by_round", {})) & set(b.get("by_round", {})))
@@ -707,7 +713,7 @@ def report(summary, ratio_text):
             print(f"| {names[w]} | {ratio(b.get('ops'), a.get('ops'))} | {per_round} | "
                   f"{ratio(b.get('p99'), a.get('p99'))} | {ratio(b.get('avg'), a.get('avg'))} | "
                   f"{ratio(b.get('cpu_us'), a.get('cpu_us'))} | {cpu_round} | "
-                  f"{ratio(b.get('be_us'), a.get('be_us'))} |")
+                  f"{ratio(b.get('be_us'), a.get('be_us'))} | {ratio(b.get('all_us'), a.get('all_us'))} |")
         print()
 
 
@@ -757,7 +763,10 @@ def main():
               "(memcaslap: its Ops, a 10-key get counting as one; memcslap: every request of both "
               "instances, its get instance's load included); ≈ = memcaslap's latency percentiles, "
               "from its log2 histogram (buckets (2^(i-1), 2^i] µs), interpolated inside the "
-              "bucket, so only within a factor of 2; its avg is exact. RSS after the run.")
+              "bucket, so only within a factor of 2; its avg is exact. RSS after the run. "
+              "All processes CPU = server + backends + generator CPU per request (direct: that "
+              "memcached + generator); where the run keeps every CPU busy, ops/s M/N is about the "
+              "inverse of all CPU M/N, so the target's own share bounds what it can gain.")
     finally:
         c.stop_idle_clients()
         c.launcher.stop()

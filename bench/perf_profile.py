@@ -10,7 +10,12 @@ request (memtier's Count): task-clock µs, context switches, CPU migrations, sys
 and per call: epoll_wait, epoll_ctl, read, readv, recvfrom, write, writev, sendmsg, sendto),
 packets sent (net:net_dev_xmit: every packet the target's system calls put on loopback, pure
 ACKs included) and wake-ups done in the target's context (sched:sched_waking: mostly the peer a
-write wakes, whose receive processing runs in the writer's system call on loopback). The machine
+write wakes, whose receive processing runs in the writer's system call on loopback). Beside
+perf's task-clock it prints the scheduler's run time of the target and of the three backends
+(schedstat, what /proc/PID/stat and so compare.py count) and the backends' task-clock, then
+memtier's CPU and the whole machine's busy time (/proc/stat) over the run: on a virtual machine
+the two clocks can charge the same work to different processes (section 7 of
+results/perf-profile.md), and the run times add up to the machine's busy time. The machine
 has no hardware counters (cycles, instructions): user-space instructions come from
 results/routes/instructions.py (callgrind).
 
@@ -68,28 +73,54 @@ def memtier_argv(t, port, w, duration, out):
                    "mt-p16": ["--pipeline=16"]}[w]
 
 
-def with_attached(tool_argv, argv, work_out):
-    """Runs argv (memtier) while tool_argv (attached to a pid) runs; stops the tool with SIGINT."""
-    tool = subprocess.Popen(tool_argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def with_attached(tool_argvs, argv, work_out):
+    """Runs argv (memtier) while the tools (each attached to pids) run; stops them with SIGINT."""
+    tools = [subprocess.Popen(t, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for t in tool_argvs]
     time.sleep(0.3)
+    gen0, busy0 = launch.children_cpu_seconds(), machine_busy_seconds()
     with open(work_out + ".err", "w") as err:
         rc = launch.run_bounded(argv, 120, stdout=subprocess.DEVNULL, stderr=err)
-    tool.send_signal(signal.SIGINT)
-    try:
-        tool.wait(30)
-    except subprocess.TimeoutExpired:
-        tool.kill()
-        tool.wait()
+    gen, busy = launch.children_cpu_seconds() - gen0, machine_busy_seconds() - busy0
+    for tool in tools:
+        tool.send_signal(signal.SIGINT)
+    for tool in tools:
+        try:
+            tool.wait(30)
+        except subprocess.TimeoutExpired:
+            tool.kill()
+            tool.wait()
     if rc != 0:
         # memtier stops reading a connection whose reply it cannot parse, such as the
         # SERVER_ERROR a proxy answers when a backend was stalled past `timeout` (a machine too
         # loaded), and then waits for it to the bound.
         sys.exit("perf_profile.py: memtier failed (%s), see %s.err ('response parsing failed': "
                  "look for backend timeouts in the proxy's log)" % (rc, work_out))
+    return gen, busy
 
 
-def perf_stat(pid, path):
-    return ["perf", "stat", "-x", ";", "-o", path, "-e", ",".join(EVENTS), "-p", str(pid)]
+def machine_busy_seconds():
+    """CPU time of the whole machine not idle (/proc/stat: user, nice, system, irq, softirq)."""
+    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    return (f[0] + f[1] + f[2] + f[5] + f[6]) / os.sysconf("SC_CLK_TCK")
+
+
+def perf_stat(pids, path, events=EVENTS):
+    return ["perf", "stat", "-x", ";", "-o", path, "-e", ",".join(events), "-p",
+            ",".join(str(p) for p in pids)]
+
+
+def run_seconds(pids):
+    """The scheduler's run time of every thread of pids (schedstat's sum_exec_runtime): what
+    /proc/PID/stat's utime+stime add up to, so what compare.py measures."""
+    total = 0
+    for pid in pids:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                total += int(open("/proc/%d/task/%s/schedstat" % (pid, tid)).read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass  # a thread that ended meanwhile
+    return total / 1e9
 
 
 def read_stat(path):
@@ -142,25 +173,38 @@ def main():
             threads = sorted(os.listdir("/proc/%d/task" % pid))
             comms = [open("/proc/%d/task/%s/comm" % (pid, x)).read().strip() for x in threads]
             print("mcring threads: %d (%s)" % (len(threads), ", ".join(comms)))
-        print("| workload | target | ops/s | p99 µs | CPU µs/req | ctx sw/req | migr/req | "
+        print("| workload | target | ops/s | p99 µs | CPU µs/req | run time µs/req | "
+              "backends CPU µs/req | backends run time µs/req | memtier µs/req | machine busy µs/req | "
+              "ctx sw/req | migr/req | "
               "syscalls/req | packets/req | wake-ups/req | " +
               " | ".join(s for s in SYSCALLS) + " |")
-        print("|---|---|" + "---:|" * (9 + len(SYSCALLS)))
+        print("|---|---|" + "---:|" * (14 + len(SYSCALLS)))
+        back_pids = [b.pid for b in backends]
         for rnd in range(a.rounds):
             for w in a.workloads.split(","):
                 for n in names:
                     srv = targets[n]
                     out = os.path.join(work, "%s-%s-%d.json" % (w, n, rnd))
                     stat = os.path.join(work, "%s-%s-%d.stat" % (w, n, rnd))
-                    with_attached(perf_stat(srv.pid, stat),
-                                  memtier_argv(t, srv.port, w, a.duration, out), out)
+                    bstat = stat + ".backends"
+                    run0, brun0 = run_seconds([srv.pid]), run_seconds(back_pids)
+                    gen, busy = with_attached([perf_stat([srv.pid], stat),
+                                               perf_stat(back_pids, bstat, ["task-clock"])],
+                                              memtier_argv(t, srv.port, w, a.duration, out), out)
+                    run1, brun1 = run_seconds([srv.pid]), run_seconds(back_pids)
                     j = compare.parse_memtier(out)
                     s = read_stat(stat)
                     req = j["replies"]
                     per = lambda k: s.get(k, 0) / req  # noqa: E731
-                    print("| %s | %s | %.0f | %.0f | %.2f | %.3f | %.4f | %.2f | %.2f | %.2f | %s |"
+                    back = n != "direct"  # direct's backends take no part
+                    print("| %s | %s | %.0f | %.0f | %.2f | %.2f | %s | %s | %.2f | %.2f | %.3f | "
+                          "%.4f | %.2f | %.2f | %.2f | %s |"
                           % (w, n, j["ops_per_sec"], j["latency_us"]["p99"] or 0,
-                             s.get("task-clock", 0) * 1000 / req, per("context-switches"),
+                             s.get("task-clock", 0) * 1000 / req, (run1 - run0) * 1e6 / req,
+                             "%.2f" % (read_stat(bstat).get("task-clock", 0) * 1000 / req)
+                             if back else "-",
+                             "%.2f" % ((brun1 - brun0) * 1e6 / req) if back else "-",
+                             gen * 1e6 / req, busy * 1e6 / req, per("context-switches"),
                              per("cpu-migrations"), per("raw_syscalls:sys_enter"),
                              per("net:net_dev_xmit"), per("sched:sched_waking"),
                              " | ".join("%.2f" % per("syscalls:sys_enter_%s" % c)
@@ -170,8 +214,8 @@ def main():
             w = a.workloads.split(",")[0]
             data = os.path.join(work, "perf-%s.data" % a.record_target)
             out = os.path.join(work, "record-%s.json" % w)
-            with_attached(["perf", "record", "-g", "-e", "cpu-clock", "-F", "2000", "-o", data,
-                           "-p", str(rec.pid)],
+            with_attached([["perf", "record", "-g", "-e", "cpu-clock", "-F", "2000", "-o", data,
+                            "-p", str(rec.pid)]],
                           memtier_argv(t, rec.port, w, a.duration, out), out)
             for sort, extra in (("dso", []), ("sym", ["--children", "--percent-limit", "3"]),
                                 ("dso,sym", ["--no-children", "--percent-limit", "0.7"])):
@@ -186,7 +230,7 @@ def main():
                 w = a.workloads.split(",")[0]
                 out = os.path.join(work, "strace-%s-%s.json" % (w, n))
                 trace = os.path.join(work, "strace-%s.txt" % n)
-                with_attached(["strace", "-c", "-f", "-o", trace, "-p", str(targets[n].pid)],
+                with_attached([["strace", "-c", "-f", "-o", trace, "-p", str(targets[n].pid)]],
                               memtier_argv(t, targets[n].port, w, a.duration, out), out)
                 req = compare.parse_memtier(out)["replies"]
                 print("\n%s (strace -c -f, %d requests; calls/request):" % (n, req))

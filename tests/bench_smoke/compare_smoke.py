@@ -41,9 +41,9 @@ try:
     rows = {}  # (workload prefix, target) -> cells of the first table
     for line in run.stdout.splitlines():
         cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == 13 and cells[1] in ("nutcracker", "mcring"):
+        if len(cells) == 14 and cells[1] in ("nutcracker", "mcring"):
             rows[(cells[0].split(":")[0], cells[1])] = cells
-    ratio_rows = [l for l in run.stdout.splitlines() if l.startswith("| mix:") and len(l.split("|")) == 11]
+    ratio_rows = [l for l in run.stdout.splitlines() if l.startswith("| mix:") and len(l.split("|")) == 12]
     runs = list(csv.DictReader(open(os.path.join(raw, "runs.tsv")), delimiter="\t")) \
         if os.path.exists(os.path.join(raw, "runs.tsv")) else []
     started = sum(1 for l in run.stderr.splitlines() if l.startswith("launch: pid "))
@@ -54,11 +54,11 @@ try:
         ("rows for both workloads and both targets",
          sorted(rows) == [("cs-mix", "mcring"), ("cs-mix", "nutcracker"), ("mix", "mcring"),
                           ("mix", "nutcracker")]),
-        ("no errors", all(r[12] == "0" for r in rows.values())),
+        ("no errors", all(r[13] == "0" for r in rows.values())),
         ("warmed keys hit (mix hit ratio >= 0.99; memcslap 1.000)",
-         all(float(r[11]) >= 0.99 for r in rows.values() if r[11] != "-") and len(rows) == 4),
-        ("server and backends CPU per request measured",
-         all(float(r[7]) > 0 and float(r[8]) > 0 for r in rows.values())),
+         all(float(r[12]) >= 0.99 for r in rows.values() if r[12] != "-") and len(rows) == 4),
+        ("server, backends and all processes' CPU per request measured",
+         all(float(r[7]) > 0 and float(r[8]) > 0 and float(r[10]) > 0 for r in rows.values())),
         ("mcring / nutcracker ratio row for mix", len(ratio_rows) == 1
          and float(ratio_rows[0].split("|")[2]) > 0),
         ("raw runs.tsv: one row per run (2 workloads x 2 targets)", len(runs) == 4),
