@@ -11,8 +11,8 @@ and per call: epoll_wait, epoll_ctl, read, readv, recvfrom, write, writev, sendm
 packets sent (net:net_dev_xmit: every packet the target's system calls put on loopback, pure
 ACKs included) and wake-ups done in the target's context (sched:sched_waking: mostly the peer a
 write wakes, whose receive processing runs in the writer's system call on loopback). Beside
-perf's task-clock it prints the scheduler's run time of the target and of the three backends
-(schedstat, what /proc/PID/stat and so compare.py count) and the backends' task-clock, then
+perf's task-clock it prints the run time of the target and of the three backends
+(/proc/PID/stat's utime+stime, as compare.py counts; they add up to schedstat's run time) and the backends' task-clock, then
 memtier's CPU and the whole machine's busy time (/proc/stat) over the run: on a virtual machine
 the two clocks can charge the same work to different processes (section 7 of
 results/perf-profile.md), and the run times add up to the machine's busy time. The machine
@@ -102,7 +102,7 @@ def with_attached(tool_argvs, argv, work_out):
 def machine_busy_seconds():
     """CPU time of the whole machine not idle (/proc/stat: user, nice, system, irq, softirq)."""
     f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
-    return (f[0] + f[1] + f[2] + f[5] + f[6]) / os.sysconf("SC_CLK_TCK")
+    return (f[0] + f[1] + f[2] + f[5] + f[6]) / launch.CLK_TCK
 
 
 def perf_stat(pids, path, events=EVENTS):
@@ -111,16 +111,8 @@ def perf_stat(pids, path, events=EVENTS):
 
 
 def run_seconds(pids):
-    """The scheduler's run time of every thread of pids (schedstat's sum_exec_runtime): what
-    /proc/PID/stat's utime+stime add up to, so what compare.py measures."""
-    total = 0
-    for pid in pids:
-        for tid in os.listdir("/proc/%d/task" % pid):
-            try:
-                total += int(open("/proc/%d/task/%s/schedstat" % (pid, tid)).read().split()[0])
-            except (OSError, ValueError, IndexError):
-                pass  # a thread that ended meanwhile
-    return total / 1e9
+    """utime + stime of pids: what compare.py counts (they add up to the scheduler's run time)."""
+    return sum(launch.cpu_seconds(p) for p in pids)
 
 
 def read_stat(path):
@@ -187,16 +179,18 @@ def main():
                     out = os.path.join(work, "%s-%s-%d.json" % (w, n, rnd))
                     stat = os.path.join(work, "%s-%s-%d.stat" % (w, n, rnd))
                     bstat = stat + ".backends"
+                    back = n != "direct"  # direct's backends take no part
+                    tools = [perf_stat([srv.pid], stat)]
+                    if back:
+                        tools.append(perf_stat(back_pids, bstat, ["task-clock"]))
                     run0, brun0 = run_seconds([srv.pid]), run_seconds(back_pids)
-                    gen, busy = with_attached([perf_stat([srv.pid], stat),
-                                               perf_stat(back_pids, bstat, ["task-clock"])],
-                                              memtier_argv(t, srv.port, w, a.duration, out), out)
+                    gen, busy = with_attached(tools, memtier_argv(t, srv.port, w, a.duration, out),
+                                              out)
                     run1, brun1 = run_seconds([srv.pid]), run_seconds(back_pids)
                     j = compare.parse_memtier(out)
                     s = read_stat(stat)
                     req = j["replies"]
                     per = lambda k: s.get(k, 0) / req  # noqa: E731
-                    back = n != "direct"  # direct's backends take no part
                     print("| %s | %s | %.0f | %.0f | %.2f | %.2f | %s | %s | %.2f | %.2f | %.3f | "
                           "%.4f | %.2f | %.2f | %.2f | %s |"
                           % (w, n, j["ops_per_sec"], j["latency_us"]["p99"] or 0,
