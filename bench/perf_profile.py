@@ -22,15 +22,20 @@ results/routes/instructions.py (callgrind).
 --record also runs `perf record -g` (cpu-clock samples, 2 kHz) on --record-target (mcring) for one
 more run and prints the user/kernel split, the inclusive and the exclusive top symbols; --strace
 runs `strace -c -f` on each target for one more run (slow: the traced process is ~3x slower; the
-mix, not the rate, is what counts).
+mix, not the rate, is what counts). --wakeups records the scheduler's wake-ups and switches of
+the whole machine (`perf record -a -e sched:sched_waking,sched:sched_switch`) for one more run per
+target and prints who wakes whom, and who sleeps or is preempted, per request (target, backends,
+memtier, other): on loopback the writer pays for waking the reader (section 8 of
+results/perf-profile.md).
 
 usage: perf_profile.py [--mcring PATH] [--mcring-flags "..."] [--duration S] [--rounds N]
                        [--workloads mt-mix,mt-mget,mt-p16] [--targets mcring,nutcracker,direct]
-                       [--record [--record-target NAME]] [--strace] [--out DIR]
+                       [--record [--record-target NAME]] [--strace] [--wakeups] [--out DIR]
 """
 
 import argparse
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -60,6 +65,7 @@ def parse_args():
     p.add_argument("--record", action="store_true")
     p.add_argument("--record-target", default="mcring", help="the target --record profiles")
     p.add_argument("--strace", action="store_true")
+    p.add_argument("--wakeups", action="store_true")
     p.add_argument("--out")
     return p.parse_args()
 
@@ -126,6 +132,48 @@ def read_stat(path):
         except ValueError:
             pass
     return got
+
+
+def thread_ids(pid):
+    try:
+        return [int(x) for x in os.listdir("/proc/%d/task" % pid)]
+    except OSError:
+        return []
+
+
+def wakeups(data, roles, req):
+    """Who wakes whom, and who sleeps or is preempted, per request, from a perf record of
+    sched:sched_waking and sched:sched_switch. roles: thread id -> role; memtier by its name."""
+    def role(tid, comm):
+        if tid in roles:
+            return roles[tid]
+        return "memtier" if comm.startswith("memtier") else "other"
+    wakes, switches = {}, {}
+    script = subprocess.run(["perf", "script", "-i", data, "-F", "comm,tid,event,trace"],
+                            capture_output=True, text=True).stdout
+    for line in script.splitlines():
+        m = re.match(r"\s*(.*?)\s+(\d+)\s+sched:(sched_waking|sched_switch):(.*)", line)
+        if m is None:
+            continue
+        me = role(int(m.group(2)), m.group(1))
+        f = dict(kv.split("=", 1) for kv in m.group(4).split() if "=" in kv)
+        if m.group(3) == "sched_waking":
+            key = (me, role(int(f.get("pid", -1)), f.get("comm", "")))
+            wakes[key] = wakes.get(key, 0) + 1
+        else:
+            st = f.get("prev_state", "?")
+            kind = "sleeps" if st.startswith(("S", "D")) else "preempted" if st.startswith("R") \
+                else None
+            if kind is not None:
+                key = (me, kind)
+                switches[key] = switches.get(key, 0) + 1
+    lines = ["| waker | wakee | wake-ups/req |", "|---|---|---:|"]
+    lines += ["| %s | %s | %.3f |" % (k[0], k[1], n / req)
+              for k, n in sorted(wakes.items(), key=lambda kv: -kv[1]) if n / req >= 0.001]
+    lines += ["", "| task | switched out | per req |", "|---|---|---:|"]
+    lines += ["| %s | %s | %.3f |" % (k[0], k[1], n / req)
+              for k, n in sorted(switches.items(), key=lambda kv: -kv[1]) if n / req >= 0.001]
+    return "\n".join(lines)
 
 
 def main():
@@ -219,6 +267,19 @@ def main():
                                                                   " ".join(extra)) +
                       "\n".join(l for l in rep.splitlines() if l and not l.startswith("#")) +
                       "\n```")
+        if a.wakeups:
+            for n in names:
+                w = a.workloads.split(",")[0]
+                out = os.path.join(work, "wakeups-%s-%s.json" % (w, n))
+                data = os.path.join(work, "wakeups-%s.data" % n)
+                roles = {tid: "backends" for b in back_pids for tid in thread_ids(b)}
+                roles.update({tid: n for tid in thread_ids(targets[n].pid)})
+                with_attached([["perf", "record", "-a", "-e", "sched:sched_waking,sched:sched_switch",
+                                "-o", data]], memtier_argv(t, targets[n].port, w, a.duration, out),
+                              out)
+                req = compare.parse_memtier(out)["replies"]
+                print("\n%s, %s: wake-ups and switches of the whole machine (%d requests):\n\n%s"
+                      % (n, w, req, wakeups(data, roles, req)))
         if a.strace:
             for n in names:
                 w = a.workloads.split(",")[0]
