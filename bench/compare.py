@@ -9,7 +9,7 @@ usage: bench/compare.py [--rounds N] [--duration S] [--quick] [--workloads LIST]
                         [--mcring-flags "ARGS"] [--mcring-threads N] [--mcring-key K=V]
                         [--mcring2-flags "ARGS"] [--mcring2-key K=V] [--mcring2 PATH]
                         [--mcring2-routes N] [--mcring2-routes-shared] [--no-direct]
-                        [--pin-generator CPU] [--out DIR]
+                        [--pin-generator CPU] [--pin-servers CPUS] [--out DIR]
 Environment: MCRING_BUILD, MCRING, MCRING_BENCH as --build, --mcring, --bench (options win).
 Every process is started by bench/launch.py and stopped by PID at exit; every run is bounded
 (by --duration, or for memcslap by its count, under a hard time limit).
@@ -118,6 +118,9 @@ def parse_args():
     p.add_argument("--no-direct", action="store_true", help="do not measure memcached directly")
     p.add_argument("--pin-generator", type=int, metavar="CPU",
                    help="run the load generators on that CPU only (taskset)")
+    p.add_argument("--pin-servers", metavar="CPUS",
+                   help="run every server (backends, proxies, direct) on these CPUs only, e.g. "
+                        "1 or 1-3 (every thread's affinity, set once they are up)")
     p.add_argument("--out", help="keep the raw results (outputs, runs.tsv, configs, logs) in DIR")
     a = p.parse_args()
     if a.quick:
@@ -152,7 +155,33 @@ def parse_args():
                       or a.mcring2_routes is not None)
     a.mcring2_args = shlex.split(a.mcring2_flags or "")
     a.generator_prefix = ["taskset", "-c", str(a.pin_generator)] if a.pin_generator is not None else []
+    a.server_cpus = parse_cpus(p, a.pin_servers) if a.pin_servers is not None else None
     return a
+
+
+def parse_cpus(p, text):
+    """A CPU list as taskset -c spells it (1, 0-1, 0,2): the set of CPU numbers."""
+    cpus = set()
+    for part in text.split(","):
+        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
+        if m is None:
+            p.error("--pin-servers wants a CPU list like 1, 1-3 or 0,2, not '%s'" % text)
+        lo, hi = int(m.group(1)), int(m.group(2) or m.group(1))
+        cpus.update(range(lo, hi + 1))
+    allowed = os.sched_getaffinity(0)
+    if not cpus <= allowed:
+        p.error("--pin-servers: this machine has CPUs %s for us"
+                % ",".join(str(c) for c in sorted(allowed)))
+    return cpus
+
+
+def pin_threads(pid, cpus):
+    """Sets the affinity of every thread of pid (threads started later inherit it)."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except (ProcessLookupError, FileNotFoundError):
+            pass  # a thread that has just exited
 
 
 def tools(a):
@@ -248,6 +277,9 @@ class Comparison:
         elif a.with_mcring2:
             self.targets["mcring2"] = L.mcring(
                 "mcring2", t["mcring2"], self.mcring_pool(servers, a.mcring2_key), a.mcring2_args)
+        if a.server_cpus is not None:
+            for server in self.backends + list(self.targets.values()):
+                pin_threads(server.pid, a.server_cpus)
         write_memcaslap_cfg(os.path.join(self.work, "memcaslap.cfg"), a.set_w, a.get_w)
         write_memcaslap_cfg(os.path.join(self.work, "memcaslap-gets.cfg"), 0, 1)
         with open(os.path.join(self.work, "idle_clients.py"), "w") as f:
@@ -757,7 +789,8 @@ def main():
         print(f"{version([t['nutcracker'], '-V'])}; {version([t['memcached'], '-V'])}; "
               f"{version([t['memcslap'], '-V']) if t['memcslap'] else 'no memcslap'} (memcslap, cs-*: N = {a.cs_number}, M = {a.cs_set_number}); "
               f"backends memcached -t 1{'; direct = a 4th memcached -t 1 holding all keys' if 'direct' in c.targets else ''}"
-              f"{'; generators pinned to CPU %d' % a.pin_generator if a.pin_generator is not None else ''}.")
+              f"{'; generators pinned to CPU %d' % a.pin_generator if a.pin_generator is not None else ''}"
+              f"{'; servers pinned to CPUs %s' % a.pin_servers if a.pin_servers is not None else ''}.")
         print("server CPU = the proxy process (for direct: that memcached), utime+stime from "
               "/proc/PID/stat around the generator run, per request the generator completed "
               "(memcaslap: its Ops, a 10-key get counting as one; memcslap: every request of both "

@@ -2,7 +2,9 @@
 """Smoke test of bench/compare.py: one short round of the mix (mcring-bench load) and cs-mix
 (memcslap) workloads against nutcracker and mcring must print the report with both targets, no
 errors, a warmed hit ratio, mcring's ratios to nutcracker, and leave no process behind (every
-process is started by bench/launch.py, which announces it).
+process is started by bench/launch.py, which announces it). The servers are pinned to every CPU
+(`--pin-servers`, which changes nothing but runs the pinning); a CPU list past the machine's is
+refused before anything starts.
 
 usage: compare_smoke.py path/to/mcring path/to/mcring-bench
 Checks shape, not speed. Exit 77 = skipped (no memcached, nutcracker or memcslap).
@@ -32,9 +34,14 @@ if missing:
 work = tempfile.mkdtemp(prefix="compare-smoke-")
 try:
     raw = os.path.join(work, "raw")
+    allowed = sorted(os.sched_getaffinity(0))
+    all_cpus = ",".join(str(c) for c in allowed)
     run = subprocess.run([sys.executable, COMPARE, "--quick", "--no-direct", "--workloads",
                           "mix,cs-mix", "--cs-number", "200", "--mcring", mcring, "--bench", bench,
-                          "--out", raw], capture_output=True, text=True, timeout=240)
+                          "--pin-servers", all_cpus, "--out", raw],
+                         capture_output=True, text=True, timeout=240)
+    bad = subprocess.run([sys.executable, COMPARE, "--pin-servers", str(allowed[-1] + 1)],
+                         capture_output=True, text=True, timeout=60)
     print(run.stderr)
     print(run.stdout)
     left = leftovers(run.stderr, prefix="launch: pid ")
@@ -62,6 +69,10 @@ try:
         ("mcring / nutcracker ratio row for mix", len(ratio_rows) == 1
          and float(ratio_rows[0].split("|")[2]) > 0),
         ("raw runs.tsv: one row per run (2 workloads x 2 targets)", len(runs) == 4),
+        ("the report says where the servers ran", "servers pinned to CPUs %s" % all_cpus in run.stdout),
+        ("--pin-servers past the machine's CPUs refused, nothing started",
+         bad.returncode == 2 and "this machine has CPUs" in bad.stderr
+         and "launch: pid" not in bad.stderr),
     ]
 finally:
     shutil.rmtree(work, ignore_errors=True)
