@@ -177,10 +177,10 @@ def parse_cpus(p, text):
 
 def pin_threads(pid, cpus):
     """Sets the affinity of every thread of pid (threads started later inherit it)."""
-    for tid in os.listdir("/proc/%d/task" % pid):
+    for tid in launch.thread_ids(pid):
         try:
-            os.sched_setaffinity(int(tid), cpus)
-        except (ProcessLookupError, FileNotFoundError):
+            os.sched_setaffinity(tid, cpus)
+        except ProcessLookupError:
             pass  # a thread that has just exited
 
 

@@ -48,6 +48,14 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def thread_ids(pid):
+    """The thread ids of a running process ([] once it is gone)."""
+    try:
+        return sorted(int(t) for t in os.listdir("/proc/%d/task" % pid))
+    except OSError:
+        return []
+
+
 def rss_kb(pid):
     return harness.proc_rss_kb(pid)
 

@@ -34,6 +34,7 @@ usage: perf_profile.py [--mcring PATH] [--mcring-flags "..."] [--duration S] [--
 """
 
 import argparse
+import collections
 import os
 import re
 import shlex
@@ -134,13 +135,6 @@ def read_stat(path):
     return got
 
 
-def thread_ids(pid):
-    try:
-        return [int(x) for x in os.listdir("/proc/%d/task" % pid)]
-    except OSError:
-        return []
-
-
 def wakeups(data, roles, req):
     """Who wakes whom, and who sleeps or is preempted, per request, from a perf record of
     sched:sched_waking and sched:sched_switch. roles: thread id -> role; memtier by its name."""
@@ -148,7 +142,7 @@ def wakeups(data, roles, req):
         if tid in roles:
             return roles[tid]
         return "memtier" if comm.startswith("memtier") else "other"
-    wakes, switches = {}, {}
+    wakes, switches = collections.Counter(), collections.Counter()
     script = subprocess.run(["perf", "script", "-i", data, "-F", "comm,tid,event,trace"],
                             capture_output=True, text=True).stdout
     for line in script.splitlines():
@@ -158,21 +152,17 @@ def wakeups(data, roles, req):
         me = role(int(m.group(2)), m.group(1))
         f = dict(kv.split("=", 1) for kv in m.group(4).split() if "=" in kv)
         if m.group(3) == "sched_waking":
-            key = (me, role(int(f.get("pid", -1)), f.get("comm", "")))
-            wakes[key] = wakes.get(key, 0) + 1
-        else:
-            st = f.get("prev_state", "?")
-            kind = "sleeps" if st.startswith(("S", "D")) else "preempted" if st.startswith("R") \
-                else None
-            if kind is not None:
-                key = (me, kind)
-                switches[key] = switches.get(key, 0) + 1
-    lines = ["| waker | wakee | wake-ups/req |", "|---|---|---:|"]
-    lines += ["| %s | %s | %.3f |" % (k[0], k[1], n / req)
-              for k, n in sorted(wakes.items(), key=lambda kv: -kv[1]) if n / req >= 0.001]
-    lines += ["", "| task | switched out | per req |", "|---|---|---:|"]
-    lines += ["| %s | %s | %.3f |" % (k[0], k[1], n / req)
-              for k, n in sorted(switches.items(), key=lambda kv: -kv[1]) if n / req >= 0.001]
+            wakes[(me, role(int(f.get("pid", -1)), f.get("comm", "")))] += 1
+        elif f.get("prev_state", "?").startswith(("S", "D")):
+            switches[(me, "sleeps")] += 1
+        elif f.get("prev_state", "?").startswith("R"):
+            switches[(me, "preempted")] += 1
+
+    def table(head, counts):
+        return [head, "|---|---|---:|"] + ["| %s | %s | %.3f |" % (k[0], k[1], n / req)
+                                           for k, n in counts.most_common() if n / req >= 0.001]
+    lines = (table("| waker | wakee | wake-ups/req |", wakes) + [""] +
+             table("| task | switched out | per req |", switches))
     return "\n".join(lines)
 
 
@@ -210,8 +200,8 @@ def main():
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if "mcring" in targets:
             pid = targets["mcring"].pid
-            threads = sorted(os.listdir("/proc/%d/task" % pid))
-            comms = [open("/proc/%d/task/%s/comm" % (pid, x)).read().strip() for x in threads]
+            threads = launch.thread_ids(pid)
+            comms = [open("/proc/%d/task/%d/comm" % (pid, x)).read().strip() for x in threads]
             print("mcring threads: %d (%s)" % (len(threads), ", ".join(comms)))
         print("| workload | target | ops/s | p99 µs | CPU µs/req | run time µs/req | "
               "backends CPU µs/req | backends run time µs/req | memtier µs/req | machine busy µs/req | "
@@ -272,8 +262,8 @@ def main():
                 w = a.workloads.split(",")[0]
                 out = os.path.join(work, "wakeups-%s-%s.json" % (w, n))
                 data = os.path.join(work, "wakeups-%s.data" % n)
-                roles = {tid: "backends" for b in back_pids for tid in thread_ids(b)}
-                roles.update({tid: n for tid in thread_ids(targets[n].pid)})
+                roles = {tid: "backends" for b in back_pids for tid in launch.thread_ids(b)}
+                roles.update({tid: n for tid in launch.thread_ids(targets[n].pid)})
                 with_attached([["perf", "record", "-a", "-e", "sched:sched_waking,sched:sched_switch",
                                 "-o", data]], memtier_argv(t, targets[n].port, w, a.duration, out),
                               out)
